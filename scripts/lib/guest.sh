@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-2.0
+# The guest: an initramfs with busybox, the installed selftests and the
+# project's guest checks; boot it in QEMU TCG and judge both serial logs.
+
+# Intel family 6 model (Penryn: Core 2, model 23). Every feature of this
+# model is one TCG implements, and it is not one of the Nehalem..Ivy Bridge
+# parts with the BTS 'from' erratum (AAJ122).
+GUEST_CPU=${BTS_CPU:-Penryn}
+GUEST_SMP=2
+GUEST_MEM=2G
+BOOT_TIMEOUT=${BTS_TIMEOUT:-1500}
+
+# Copy an ELF file's shared libraries (as the host's loader resolves them)
+# into the initramfs root, at the same paths.
+copy_libs() {
+	local root=$1 elf=$2 lib
+	ldd "$elf" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+		[ -e "$root$lib" ] && continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+}
+
+make_initramfs() {
+	local flav=$1 root f out
+	root=$BUILD/initramfs-$flav
+	out=$BUILD/initramfs-$flav.cpio
+	rm -rf "$root"
+	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,root,bts-tests}
+	cp /bin/busybox "$root/bin/busybox"
+	install -m 755 "$TOP/guest/init" "$root/init"
+	install -m 755 "$TOP/guest/timeout" "$root/usr/bin/timeout"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' \
+		>"$root/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+	if [ -d "$BUILD/guest-tests-$flav" ]; then
+		cp -a "$BUILD/guest-tests-$flav/." "$root/bts-tests/"
+	fi
+	if [ -x "$BUILD/kselftest-$flav/run_kselftest.sh" ]; then
+		cp -a "$BUILD/kselftest-$flav" "$root/kselftest"
+	fi
+	# Shared libraries of every dynamically linked program we ship.
+	while IFS= read -r -d '' f; do
+		head -c 4 "$f" | grep -q 'ELF' || continue
+		copy_libs "$root" "$f"
+	done < <(find "$root/bts-tests" "$root/kselftest" -type f -perm -u+x -print0 2>/dev/null)
+	(cd "$root" && find . -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --owner=0:0 --quiet) >"$out"
+	echo "initramfs $out: $(du -h "$out" | cut -f1)"
+}
+
+qemu_bin() { cat "$BUILD/qemu-bin"; }
+
+# Boot once; leaves console.log, tap.log and qemu-status in $BUILD/guest-$flav.
+boot_guest() {
+	local flav=$1 obj dir rc qemu
+	obj=$(kobj "$flav")
+	dir=$BUILD/guest-$flav
+	qemu=$(qemu_bin)
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	echo "qemu: $qemu"
+	echo "timeout: ${BOOT_TIMEOUT}s"
+	set +e
+	timeout -k 10 "$BOOT_TIMEOUT" "$qemu" \
+		-nodefaults -no-user-config -machine pc -accel tcg \
+		-cpu "$GUEST_CPU$(qemu_cpu_props)" -smp "$GUEST_SMP" -m "$GUEST_MEM" \
+		-kernel "$obj/arch/x86/boot/bzImage" \
+		-initrd "$BUILD/initramfs-$flav.cpio" \
+		-append "console=ttyS0,115200 rdinit=/init pti=on panic=-1 kmemleak=on" \
+		-display none -no-reboot -monitor none \
+		-serial "file:$dir/console.log" -serial "file:$dir/tap.log"
+	rc=$?
+	set -e
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		echo timeout >"$dir/qemu-status"
+	else
+		echo $rc >"$dir/qemu-status"
+	fi
+	echo "qemu exit: $(cat "$dir/qemu-status")"
+	tail -n 5 "$dir/console.log"
+	return 0
+}
+
+judge_guest() {
+	local flav=$1 obj dir
+	obj=$(kobj "$flav")
+	dir=$BUILD/guest-$flav
+	python3 "$TOP/scripts/lib/judge.py" "$dir/console.log" "$dir/tap.log" \
+		--qemu-status "$(cat "$dir/qemu-status")" \
+		--expect "uname-r=$(cat "$obj/bts-release")" \
+		--expect "uname-v=$(cat "$obj/bts-version")" \
+		--expect "cpus-online=0-$((GUEST_SMP - 1))" \
+		--expect "vendor=GenuineIntel" \
+		--expect "family=6" \
+		--expect "kmemleak=$([ "$flav" = debug ] && echo on || echo off)" \
+		${RESULTS:+--results "$RESULTS"} "$@"
+}
+
+do_boot() {
+	local flav=$1
+	check_flavour "$flav"
+	step "initramfs-$flav" make_initramfs "$flav"
+	step "boot-$flav" boot_guest "$flav"
+	echo "==> judge-$flav (console: $BUILD/guest-$flav/console.log)"
+	judge_guest "$flav"
+}
+
+do_run() {
+	local flav=$1
+	check_flavour "$flav"
+	do_build "$flav"
+	do_qemu
+	do_boot "$flav"
+}
