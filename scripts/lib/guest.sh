@@ -7,6 +7,10 @@
 # parts with the BTS 'from' erratum (AAJ122).
 GUEST_CPU=${BTS_CPU:-Penryn}
 GUEST_SMP=2
+# SeaBIOS lists one MP-table entry per package, and QEMU 7.2 makes -smp 2
+# one package of two cores: ask for two sockets so our ACPI-less kernel
+# finds both CPUs.
+GUEST_TOPOLOGY="sockets=$GUEST_SMP,cores=1,threads=1"
 GUEST_MEM=2G
 BOOT_TIMEOUT=${BTS_TIMEOUT:-1500}
 
@@ -36,8 +40,8 @@ make_initramfs() {
 	if [ -d "$BUILD/guest-tests-$flav" ]; then
 		cp -a "$BUILD/guest-tests-$flav/." "$root/bts-tests/"
 	fi
-	if [ -x "$BUILD/kselftest-$flav/run_kselftest.sh" ]; then
-		cp -a "$BUILD/kselftest-$flav" "$root/kselftest"
+	if [ -x "$BUILD/kselftest-$KIND$flav/run_kselftest.sh" ]; then
+		cp -a "$BUILD/kselftest-$KIND$flav" "$root/kselftest"
 	fi
 	# Shared libraries of every dynamically linked program we ship.
 	while IFS= read -r -d '' f; do
@@ -49,7 +53,9 @@ make_initramfs() {
 	echo "initramfs $out: $(du -h "$out" | cut -f1)"
 }
 
-qemu_bin() { cat "$BUILD/qemu-bin"; }
+# BTS_QEMU=/path/to/qemu-system-x86_64 boots with another build (for
+# checking the tests against a deliberately broken emulator).
+qemu_bin() { if [ -n "${BTS_QEMU:-}" ]; then echo "$BTS_QEMU"; else cat "$BUILD/qemu-bin"; fi; }
 
 # Boot once; leaves console.log, tap.log and qemu-status in $BUILD/guest-$flav.
 boot_guest() {
@@ -64,7 +70,7 @@ boot_guest() {
 	set +e
 	timeout -k 10 "$BOOT_TIMEOUT" "$qemu" \
 		-nodefaults -no-user-config -machine pc -accel tcg \
-		-cpu "$GUEST_CPU$(qemu_cpu_props)" -smp "$GUEST_SMP" -m "$GUEST_MEM" \
+		-cpu "$GUEST_CPU$(qemu_cpu_props)" -smp "$GUEST_SMP,$GUEST_TOPOLOGY" -m "$GUEST_MEM" \
 		-kernel "$obj/arch/x86/boot/bzImage" \
 		-initrd "$BUILD/initramfs-$flav.cpio" \
 		-append "console=ttyS0,115200 rdinit=/init pti=on panic=-1 kmemleak=on" \
@@ -84,6 +90,7 @@ boot_guest() {
 
 judge_guest() {
 	local flav=$1 obj dir
+	shift
 	obj=$(kobj "$flav")
 	dir=$BUILD/guest-$flav
 	python3 "$TOP/scripts/lib/judge.py" "$dir/console.log" "$dir/tap.log" \
@@ -112,4 +119,25 @@ do_run() {
 	do_build "$flav"
 	do_qemu
 	do_boot "$flav"
+}
+
+# The project's guest checks (QEMU BTS validation): C++ programs from
+# tests/qemu-bts and the test-only module, built against this kernel.
+build_guest_tests() {
+	local flav=$1 obj out kmod src
+	obj=$(kobj "$flav")
+	out=$BUILD/guest-tests-$flav
+	kmod=$BUILD/kmod-$flav
+	rm -rf "$out" "$kmod"
+	mkdir -p "$out"
+	ccache_env
+	for src in "$TOP"/tests/qemu-bts/*.cpp; do
+		[ -f "$src" ] || continue
+		ccache g++ -std=gnu++17 -O2 -g -Wall -Wextra -Werror \
+			-I"$TOP/tests/qemu-bts" -o "$out/$(basename "$src" .cpp)" "$src"
+	done
+	cp -a "$TOP/tests/qemu-bts/kmod" "$kmod"
+	kmake "$obj" M="$kmod" W=1 modules
+	install -m 644 "$kmod/bts_emu_test.ko" "$out/"
+	ls -l "$out"
 }

@@ -38,6 +38,8 @@ SPLATS = [
                          r"rcu: INFO: |watchdog: BUG: soft lockup")),
     ("call-trace", re.compile(r"Call Trace:")),
     ("unchecked-msr", re.compile(r"unchecked MSR access error")),
+    ("unknown-NMI", re.compile(r"NMI received for unknown reason|"
+                               r"Dazed and confused")),
 ]
 
 RESULT = re.compile(r"^(not ok|ok)\b\s*(\d+)?\s*-?\s*(.*)$")
@@ -93,10 +95,13 @@ def parse_tap(tap_lines):
                 break
             rest = line[m.end():]
             if not (RESULT.match(rest) or PLAN.match(rest) or
-                    rest.startswith("# ") or rest.startswith("TAP version")):
+                    rest.startswith(("# ", "TAP version", "Bail out!"))):
                 break
             line = rest
             depth += 1
+        if line.startswith("Bail out!"):
+            problems.append("tap.log:%d: %s" % (no, line))
+            continue
         if line.startswith("TAP version"):
             _close(streams, depth, problems)
             streams[depth] = [None, 0, no]

@@ -8,7 +8,7 @@ check_flavour() {
 	esac
 }
 
-kobj() { printf '%s\n' "$BUILD/kbuild-$1"; }
+kobj() { printf '%s\n' "$BUILD/kbuild-$KIND$1"; }
 
 fragments() {
 	printf '%s\n' "$TOP/config/base.config" "$TOP/config/bts.config"
@@ -89,7 +89,7 @@ selftest_targets() {
 build_selftests() {
 	local flav=$1 obj inst targets
 	obj=$(kobj "$flav")
-	inst=$BUILD/kselftest-$flav
+	inst=$BUILD/kselftest-$KIND$flav
 	targets=$(selftest_targets | tr '\n' ' ')
 	rm -rf "$inst"
 	mkdir -p "$inst"
@@ -98,7 +98,7 @@ build_selftests() {
 		return 0
 	fi
 	kmake "$obj" headers
-	make -C "$KTREE/tools/testing/selftests" O="$BUILD/kselftest-obj-$flav" \
+	make -C "$KTREE/tools/testing/selftests" O="$BUILD/kselftest-obj-$KIND$flav" \
 		TARGETS="$targets" KHDR_INCLUDES="-isystem $obj/usr/include" \
 		INSTALL_PATH="$inst" -j"$JOBS" install
 	echo "installed selftests for: $targets"
@@ -111,4 +111,5 @@ do_build() {
 	step "config-$flav" make_config "$flav"
 	step "kernel-$flav" build_kernel "$flav"
 	step "selftests-$flav" build_selftests "$flav"
+	step "guest-tests-$flav" build_guest_tests "$flav"
 }

@@ -104,9 +104,10 @@ build_qemu() {
 	ls -1td "$CACHE"/qemu/*/ | tail -n +4 | xargs -r rm -rf
 }
 
-# Extra -cpu properties for the guest; the BTS emulation issue adds ds,
-# dtes64 and ds-cpl here once our QEMU accepts them.
-qemu_cpu_props() { :; }
+# Extra -cpu properties for the guest: DS, DTES64 and DS-CPL (opt-in in our
+# QEMU) and the minimal architectural PMU that Linux's perf needs to set up
+# its DS buffers (qemu/README).
+qemu_cpu_props() { printf '%s' ",+ds,+dtes64,+ds-cpl,tcg-pmu=on"; }
 
 do_qemu() {
 	mkdir -p "$BUILD"

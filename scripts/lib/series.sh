@@ -205,8 +205,15 @@ do_bisect() {
 	step bisect bisect_series
 }
 
+parser_tests() {
+	python3 "$TOP/scripts/tests/test_judge.py" -v
+	record PASS "console/TAP parser tests on recorded logs"
+	python3 "$TOP/scripts/tests/mutate_judge.py"
+	record PASS "parser tests catch every mutation of the parser"
+}
+
 do_parser_tests() {
-	step parser-tests python3 "$TOP/scripts/tests/test_judge.py" -v
+	step parser-tests parser_tests
 }
 
 do_test() {
@@ -216,9 +223,7 @@ do_test() {
 	: >"$RESULTS"
 	local rc=0 pass fail
 	do_deps
-	if step parser-tests python3 "$TOP/scripts/tests/test_judge.py" -v; then
-		record PASS "console/TAP parser tests"
-	fi
+	step parser-tests parser_tests
 	do_tree
 	step checkpatch checkpatch_series
 	step verify verify_series && record PASS "patches/ reproduces the mirrors"

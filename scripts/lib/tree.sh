@@ -6,9 +6,11 @@
 if [ -n "${KERNEL_TREE:-}" ]; then
 	KTREE=$BUILD/linux-ext
 	STATE=$BUILD/state-ext
+	KIND=ext-
 else
 	KTREE=$BUILD/linux
 	STATE=$BUILD/state
+	KIND=
 fi
 
 kgit() { git -C "$KTREE" "$@"; }

@@ -93,6 +93,14 @@ class TapResults(Base):
             tap=self.kselftest("kselftest-timeout.tap"))
         self.assertFailsWith(failures, "TIMEOUT")
 
+    def test_bail_out(self):
+        tap = self.tap[:-1] + ["TAP version 13\n", "1..8\n",
+                               "not ok 1 perf_event_open\n",
+                               "Bail out! no perf BTS sampling\n"] + self.tap[-1:]
+        failures, _, _, _, _ = self.run_judge(tap=tap)
+        self.assertFailsWith(failures, "Bail out! no perf BTS sampling")
+        self.assertFailsWith(failures, "planned 8 results, printed 1")
+
     def test_truncated_plan(self):
         failures, _, _, _, _ = self.run_judge(
             tap=self.kselftest("kselftest-truncated.tap"))
@@ -165,6 +173,9 @@ class Splats(Base):
 
     def test_kmemleak(self):
         self.check("splat-kmemleak.txt", "kmemleak")
+
+    def test_unknown_nmi(self):
+        self.check("splat-unknown-nmi.txt", "unknown-NMI")
 
     def test_list_corruption(self):
         self.check("splat-list.txt", "list-corruption")
