@@ -40,6 +40,9 @@ make_initramfs() {
 	if [ -d "$BUILD/guest-tests-$flav" ]; then
 		cp -a "$BUILD/guest-tests-$flav/." "$root/bts-tests/"
 	fi
+	if [ -d "$BUILD/guest-bench-$flav" ]; then
+		cp -a "$BUILD/guest-bench-$flav" "$root/bts-bench"
+	fi
 	if [ -x "$BUILD/kselftest-$KIND$flav/run_kselftest.sh" ]; then
 		cp -a "$BUILD/kselftest-$KIND$flav" "$root/kselftest"
 	fi
@@ -47,7 +50,7 @@ make_initramfs() {
 	while IFS= read -r -d '' f; do
 		head -c 4 "$f" | grep -q 'ELF' || continue
 		copy_libs "$root" "$f"
-	done < <(find "$root/bts-tests" "$root/kselftest" -type f -perm -u+x -print0 2>/dev/null)
+	done < <(find "$root/bts-tests" "$root/bts-bench" "$root/kselftest" -type f -perm -u+x -print0 2>/dev/null)
 	(cd "$root" && find . -print0 | LC_ALL=C sort -z |
 		cpio --null -o -H newc --owner=0:0 --quiet) >"$out"
 	echo "initramfs $out: $(du -h "$out" | cut -f1)"
@@ -57,12 +60,13 @@ make_initramfs() {
 # checking the tests against a deliberately broken emulator).
 qemu_bin() { if [ -n "${BTS_QEMU:-}" ]; then echo "$BTS_QEMU"; else cat "$BUILD/qemu-bin"; fi; }
 
-# Boot once; leaves console.log, tap.log and qemu-status in $BUILD/guest-$flav.
+# Boot once; leaves console.log, tap.log and qemu-status in $BUILD/guest-$flav
+# (or DIR). EXTRA is appended to the kernel command line, QEMU overrides
+# the emulator.
 boot_guest() {
-	local flav=$1 obj dir rc qemu
+	local flav=$1 dir=${2:-$BUILD/guest-$1} extra=${3:-} qemu=${4:-} obj rc
 	obj=$(kobj "$flav")
-	dir=$BUILD/guest-$flav
-	qemu=$(qemu_bin)
+	[ -n "$qemu" ] || qemu=$(qemu_bin)
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	echo "qemu: $qemu"
@@ -73,7 +77,7 @@ boot_guest() {
 		-cpu "$GUEST_CPU$(qemu_cpu_props)" -smp "$GUEST_SMP,$GUEST_TOPOLOGY" -m "$GUEST_MEM" \
 		-kernel "$obj/arch/x86/boot/bzImage" \
 		-initrd "$BUILD/initramfs-$flav.cpio" \
-		-append "console=ttyS0,115200 rdinit=/init pti=on panic=-1 kmemleak=on" \
+		-append "console=ttyS0,115200 rdinit=/init pti=on panic=-1 kmemleak=on $extra" \
 		-display none -no-reboot -monitor none \
 		-serial "file:$dir/console.log" -serial "file:$dir/tap.log"
 	rc=$?
@@ -100,6 +104,7 @@ judge_guest() {
 		--expect "cpus-online=0-$((GUEST_SMP - 1))" \
 		--expect "vendor=GenuineIntel" \
 		--expect "family=6" \
+		--expect "flags=has:bts,dtes64,ds_cpl,arch_perfmon" \
 		--expect "kmemleak=$([ "$flav" = debug ] && echo on || echo off)" \
 		${RESULTS:+--results "$RESULTS"} "$@"
 }
@@ -124,12 +129,13 @@ do_run() {
 # The project's guest checks (QEMU BTS validation): C++ programs from
 # tests/qemu-bts and the test-only module, built against this kernel.
 build_guest_tests() {
-	local flav=$1 obj out kmod src
+	local flav=$1 obj out kmod bench src
 	obj=$(kobj "$flav")
 	out=$BUILD/guest-tests-$flav
 	kmod=$BUILD/kmod-$flav
-	rm -rf "$out" "$kmod"
-	mkdir -p "$out"
+	bench=$BUILD/guest-bench-$flav
+	rm -rf "$out" "$kmod" "$bench"
+	mkdir -p "$out" "$bench"
 	ccache_env
 	for src in "$TOP"/tests/qemu-bts/*.cpp; do
 		[ -f "$src" ] || continue
@@ -139,5 +145,8 @@ build_guest_tests() {
 	cp -a "$TOP/tests/qemu-bts/kmod" "$kmod"
 	kmake "$obj" M="$kmod" W=1 modules
 	install -m 644 "$kmod/bts_emu_test.ko" "$out/"
-	ls -l "$out"
+	ccache g++ -std=gnu++17 -O2 -Wall -Wextra -Werror \
+		-o "$bench/bts_bench" "$TOP/tests/qemu-bts/bench/bts_bench.cpp"
+	install -m 644 "$kmod/bts_emu_test.ko" "$bench/"
+	ls -l "$out" "$bench"
 }

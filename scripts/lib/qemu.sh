@@ -49,14 +49,30 @@ qemu_src_version() {
 	apt-cache showsrc qemu | sed -n 's/^Version: //p' | sort -V | tail -n 1
 }
 
+# The patches of a variant: 'ours' is qemu/*.patch, 'stock' is none.
+qemu_patches() {
+	[ "$1" = stock ] && return 0
+	local p
+	for p in "$TOP"/qemu/*.patch; do
+		[ -f "$p" ] && printf '%s\n' "$p"
+	done
+	return 0
+}
+
 qemu_hash() {
-	local ver=$1
-	{ echo "$ver"; echo "${QEMU_CONFIGURE[*]}"; hash_files "$TOP"/qemu/*.patch; } |
+	local ver=$1 variant=$2
+	local -a patches
+	mapfile -t patches < <(qemu_patches "$variant")
+	{ echo "$ver"; echo "${QEMU_CONFIGURE[*]}"; hash_files "${patches[@]}"; } |
 		sha256sum | cut -c1-16
 }
 
+# build_qemu [ours|stock]: the binary's path goes to $BUILD/qemu-bin (ours)
+# or $BUILD/qemu-bin-stock.
 build_qemu() {
-	local miss ver hash dir src p
+	local variant=${1:-ours} miss ver hash dir src p binfile
+	binfile=$BUILD/qemu-bin
+	[ "$variant" = stock ] && binfile=$BUILD/qemu-bin-stock
 	miss=$(missing_pkgs "${QEMU_DEPS[@]}")
 	if [ -n "$miss" ]; then
 		apt_update_once
@@ -67,11 +83,11 @@ build_qemu() {
 	ensure_deb_src
 	ver=$(qemu_src_version)
 	[ -n "$ver" ] || die "apt-cache showsrc qemu found no source package"
-	hash=$(qemu_hash "$ver")
+	hash=$(qemu_hash "$ver" "$variant")
 	dir=$CACHE/qemu/$hash
 	if [ -x "$dir/install/qemu-system-x86_64" ]; then
-		echo "cached: $dir (qemu $ver)"
-		echo "$dir/install/qemu-system-x86_64" >"$BUILD/qemu-bin"
+		echo "cached: $dir (qemu $ver, $variant)"
+		echo "$dir/install/qemu-system-x86_64" >"$binfile"
 		return 0
 	fi
 	# Pristine source, once per version.
@@ -85,11 +101,11 @@ build_qemu() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	cp -a "$(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)" "$dir/src"
-	for p in "$TOP"/qemu/*.patch; do
-		[ -f "$p" ] || continue
+	while read -r p; do
+		[ -n "$p" ] || continue
 		echo "applying ${p##*/}"
 		patch -d "$dir/src" -p1 --no-backup-if-mismatch <"$p"
-	done
+	done < <(qemu_patches "$variant")
 	ccache_env
 	mkdir -p "$dir/build"
 	(cd "$dir/build" && ../src/configure --prefix="$dir/prefix" \
@@ -98,9 +114,9 @@ build_qemu() {
 	mkdir -p "$dir/install"
 	cp "$dir/build/qemu-system-x86_64" "$dir/install/"
 	rm -rf "$dir/src/.git"
-	echo "$dir/install/qemu-system-x86_64" >"$BUILD/qemu-bin"
+	echo "$dir/install/qemu-system-x86_64" >"$binfile"
 	"$dir/install/qemu-system-x86_64" --version
-	# Keep the newest three builds.
+	# Keep the newest three builds (ours, stock and one more).
 	ls -1td "$CACHE"/qemu/*/ | tail -n +4 | xargs -r rm -rf
 }
 
@@ -111,5 +127,5 @@ qemu_cpu_props() { printf '%s' ",+ds,+dtes64,+ds-cpl,tcg-pmu=on"; }
 
 do_qemu() {
 	mkdir -p "$BUILD"
-	step qemu build_qemu
+	step qemu build_qemu ours
 }
