@@ -32,7 +32,7 @@ def clean_expect(tap):
                                        "vendor", "family", "kmemleak")]
 
 
-def splice(console, text, where="BTS-CASE-SPLICE"):
+def splice(console, text):
     """Insert a splat into a recorded console log just before its end."""
     extra = [l + "\n" for l in text.strip("\n").split("\n")]
     return console[:-3] + extra + console[-3:]

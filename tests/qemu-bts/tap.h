@@ -48,7 +48,8 @@ inline bool ok(bool cond, const char *fmt, ...)
 	return cond;
 }
 
-/* Abandon the run: the remaining planned results are reported not ok. */
+/* Abandon the run; the host judge fails it on the Bail out! line and on
+ * the plan that no longer matches the results. */
 [[noreturn]] inline void bail(const char *why)
 {
 	std::printf("Bail out! %s\n", why);

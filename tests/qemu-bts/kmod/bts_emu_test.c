@@ -212,10 +212,9 @@ static long bts_emu_user_off(struct bts_emu_user __user *arg)
 static long bts_emu_msrs(struct bts_emu_msrs __user *arg)
 {
 	struct bts_emu_msrs m = {};
-	u64 misc, ds_area, ctl, bits;
+	u64 misc, ds_area, ctl;
 	unsigned long flags;
 
-	bits = BTS_BITS;
 	local_irq_save(flags);
 	rdmsrl(MSR_IA32_MISC_ENABLE, misc);
 	m.misc_enable = misc;
@@ -232,11 +231,11 @@ static long bts_emu_msrs(struct bts_emu_msrs __user *arg)
 	rdmsrl(MSR_IA32_DEBUGCTLMSR, ctl);
 	m.debugctl_reserved = wrmsrl_safe(MSR_IA32_DEBUGCTLMSR, ctl | BIT_ULL(63));
 	/* OFF_OS and OFF_USR both set: BTS is on but stores nothing. */
-	wrmsrl(MSR_IA32_DEBUGCTLMSR, ctl | bits);
+	wrmsrl(MSR_IA32_DEBUGCTLMSR, ctl | BTS_BITS);
 	rdmsrl(MSR_IA32_DEBUGCTLMSR, m.debugctl_roundtrip);
 	wrmsrl(MSR_IA32_DEBUGCTLMSR, ctl);
 	local_irq_restore(flags);
-	m.debugctl_roundtrip &= bits;
+	m.debugctl_roundtrip &= BTS_BITS;
 
 	return copy_to_user(arg, &m, sizeof(m)) ? -EFAULT : 0;
 }
