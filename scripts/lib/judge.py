@@ -180,6 +180,11 @@ def judge(console_lines, tap_lines, expect, qemu_status):
         elif r.directive == "SKIP":
             failures.append("tap.log:%d: SKIP is a failure here: %s"
                             % (r.line, r.desc))
+        # A kselftest runner line owns the TAP its program printed: a
+        # program that printed none ran no test (or its output was lost).
+        if r.desc.startswith("selftests: ") and r.children == 0:
+            failures.append("tap.log:%d: %s printed no TAP results"
+                            % (r.line, r.desc))
     splats = find_splats(console_lines)
     for kind, no, line in splats:
         failures.append("console.log:%d: %s: %s" % (no, kind, line))

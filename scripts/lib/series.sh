@@ -174,11 +174,12 @@ bisect_series() {
 		kgit worktree add -q --detach "$wt" "$(kbase)"
 	fi
 	mkdir -p "$obj"
-	cp "$(kobj "$flav")/.config" "$obj/.config"
 	ccache_env
 	for c in $(kgit rev-list --reverse "$(kbase)..refs/heads/$BRANCH"); do
 		n=$((n + 1))
 		git -C "$wt" checkout -q --detach "$c"
+		# olddefconfig drops symbols an early commit lacks: start afresh
+		cp "$(kobj "$flav")/.config" "$obj/.config"
 		echo "== $(git -C "$wt" log -1 --oneline)"
 		if make -C "$wt" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
 			KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
@@ -193,6 +194,52 @@ bisect_series() {
 	return $bad
 }
 
+# sparse (C=2) and W=1 on every kernel C file the series changes, at the
+# base and at the series' head, in the bisect worktree: the series must not
+# add a warning.  Messages are compared without line numbers.
+static_check_series() {
+	local wt obj rev c f n out bad=0
+	local -a files objs
+	wt=$BUILD/bisect/linux
+	obj=$BUILD/bisect/kbuild-debug
+	[ -e "$wt/.git" ] || die "run bisect first: it prepares $wt"
+	mapfile -t files < <(kgit diff --name-only "$(kbase)" "refs/heads/$BRANCH" -- '*.c' |
+		grep -v '^tools/' || true)
+	if [ ${#files[@]} -eq 0 ]; then
+		echo "the series changes no kernel C file"
+		return 0
+	fi
+	ccache_env
+	for rev in base head; do
+		c=$(kbase)
+		[ $rev = head ] && c=$(kgit rev-parse "refs/heads/$BRANCH")
+		git -C "$wt" checkout -q --detach "$c"
+		cp "$(kobj debug)/.config" "$obj/.config"
+		objs=()
+		for f in "${files[@]}"; do
+			[ -f "$wt/$f" ] && objs+=("${f%.c}.o")
+		done
+		out=$BUILD/static-$rev.log
+		make -C "$wt" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
+			KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
+			-j"$JOBS" olddefconfig >/dev/null
+		make -C "$wt" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
+			KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
+			-j"$JOBS" W=1 C=2 "${objs[@]}" >"$out" 2>&1 ||
+			{ tail -20 "$out"; bad=1; }
+		grep -E '(warning|error):' "$out" | sed -E "s|$wt/||; s/:[0-9]+(:[0-9]+)?:/:/" |
+			sort -u >"$BUILD/static-$rev.txt" || true
+	done
+	n=$(comm -13 "$BUILD/static-base.txt" "$BUILD/static-head.txt" | tee /dev/stderr | wc -l)
+	echo "${#files[@]} files checked with sparse and W=1: $n new warnings"
+	if [ "$n" -eq 0 ] && [ $bad -eq 0 ]; then
+		record PASS "sparse and W=1: no new warning in ${#files[@]} files"
+	else
+		record FAIL "sparse and W=1: no new warning in ${#files[@]} files"
+		return 1
+	fi
+}
+
 do_lint() {
 	do_tree
 	step checkpatch checkpatch_series
@@ -203,6 +250,7 @@ do_bisect() {
 	do_tree
 	[ -f "$(kobj debug)/.config" ] || step config-debug make_config debug
 	step bisect bisect_series
+	step static-check static_check_series
 }
 
 parser_tests() {
@@ -229,6 +277,7 @@ do_test() {
 	step verify verify_series && record PASS "patches/ reproduces the mirrors"
 	do_build debug
 	step bisect bisect_series
+	step static-check static_check_series
 	do_qemu
 	step "initramfs-debug" make_initramfs debug
 	step "boot-debug" boot_guest debug

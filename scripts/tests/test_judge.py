@@ -93,6 +93,13 @@ class TapResults(Base):
             tap=self.kselftest("kselftest-timeout.tap"))
         self.assertFailsWith(failures, "TIMEOUT")
 
+    def test_kselftest_without_output(self):
+        tap = self.tap[:-1] + ["TAP version 13\n", "1..1\n",
+                               "# selftests: ptrace_bts: bts_trace\n",
+                               "ok 1 selftests: ptrace_bts: bts_trace\n"] + self.tap[-1:]
+        failures, _, _, _, _ = self.run_judge(tap=tap)
+        self.assertFailsWith(failures, "printed no TAP results")
+
     def test_bail_out(self):
         tap = self.tap[:-1] + ["TAP version 13\n", "1..8\n",
                                "not ok 1 perf_event_open\n",
