@@ -62,7 +62,7 @@ qemu_bin() { if [ -n "${BTS_QEMU:-}" ]; then echo "$BTS_QEMU"; else cat "$BUILD/
 
 # Boot once; leaves console.log, tap.log and qemu-status in $BUILD/guest-$flav
 # (or DIR). EXTRA is appended to the kernel command line, QEMU overrides
-# the emulator.
+# the emulator, $BOOT_KERNEL (if set) the kernel image.
 boot_guest() {
 	local flav=$1 dir=${2:-$BUILD/guest-$1} extra=${3:-} qemu=${4:-} obj rc
 	obj=$(kobj "$flav")
@@ -75,7 +75,7 @@ boot_guest() {
 	timeout -k 10 "$BOOT_TIMEOUT" "$qemu" \
 		-nodefaults -no-user-config -machine pc -accel tcg \
 		-cpu "$GUEST_CPU$(qemu_cpu_props)" -smp "$GUEST_SMP,$GUEST_TOPOLOGY" -m "$GUEST_MEM" \
-		-kernel "$obj/arch/x86/boot/bzImage" \
+		-kernel "${BOOT_KERNEL:-$obj/arch/x86/boot/bzImage}" \
 		-initrd "$BUILD/initramfs-$flav.cpio" \
 		-append "console=ttyS0,115200 rdinit=/init pti=on panic=-1 kmemleak=on $extra" \
 		-display none -no-reboot -monitor none \

@@ -204,6 +204,15 @@ def judge(console_lines, tap_lines, expect, qemu_status):
     return failures, leaves, splats, info, host_checks
 
 
+def read_lines(path):
+    """The lines of a log, or none if the run did not write it."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.readlines()
+    except FileNotFoundError:
+        return []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("console")
@@ -219,14 +228,7 @@ def main():
                     help="do not echo the TAP log")
     args = ap.parse_args()
 
-    def read(path):
-        try:
-            with open(path, errors="replace") as f:
-                return f.readlines()
-        except FileNotFoundError:
-            return []
-
-    console, tap = read(args.console), read(args.tap)
+    console, tap = read_lines(args.console), read_lines(args.tap)
     expect = [tuple(e.split("=", 1)) for e in args.expect]
     failures, leaves, splats, info, host_checks = judge(
         console, tap, expect, args.qemu_status)
