@@ -16,13 +16,16 @@ fragments() {
 	return 0
 }
 
-kmake() {
-	local obj=$1
-	shift
-	make -C "$KTREE" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
+# kmake_in TREE OBJ ARGS...: make in kernel tree TREE with output in OBJ
+kmake_in() {
+	local tree=$1 obj=$2
+	shift 2
+	make -C "$tree" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
 		KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
 		-j"$JOBS" "$@"
 }
+
+kmake() { kmake_in "$KTREE" "$@"; }
 
 # Every line of every fragment must survive olddefconfig: a dependency we
 # missed must fail the build, not silently drop an option.

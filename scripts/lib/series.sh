@@ -181,9 +181,7 @@ bisect_series() {
 		# olddefconfig drops symbols an early commit lacks: start afresh
 		cp "$(kobj "$flav")/.config" "$obj/.config"
 		echo "== $(git -C "$wt" log -1 --oneline)"
-		if make -C "$wt" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
-			KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
-			-j"$JOBS" olddefconfig bzImage modules; then
+		if kmake_in "$wt" "$obj" olddefconfig bzImage modules; then
 			record PASS "builds on its own: $(git -C "$wt" log -1 --format=%s)"
 		else
 			record FAIL "builds on its own: $(git -C "$wt" log -1 --format=%s)"
@@ -220,12 +218,8 @@ static_check_series() {
 			[ -f "$wt/$f" ] && objs+=("${f%.c}.o")
 		done
 		out=$BUILD/static-$rev.log
-		make -C "$wt" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
-			KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
-			-j"$JOBS" olddefconfig >/dev/null
-		make -C "$wt" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
-			KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
-			-j"$JOBS" W=1 C=2 "${objs[@]}" >"$out" 2>&1 ||
+		kmake_in "$wt" "$obj" olddefconfig >/dev/null
+		kmake_in "$wt" "$obj" W=1 C=2 "${objs[@]}" >"$out" 2>&1 ||
 			{ tail -20 "$out"; bad=1; }
 		grep -E '(warning|error):' "$out" | sed -E "s|$wt/||; s/:[0-9]+(:[0-9]+)?:/:/" |
 			sort -u >"$BUILD/static-$rev.txt" || true
