@@ -58,8 +58,8 @@ struct bts_hw_record {
  * @nr:		  capacity of @ring in records
  * @head:	  slot the next record goes to
  * @count:	  number of records held, at most @nr
- * @flags:	  PTRACE_BTS_O_* as configured
- * @hw:		  holds a reference on the BTS hardware (PTRACE_BTS_O_TRACE)
+ * @flags:	  PTRACE_BTS_O_* as configured; with PTRACE_BTS_O_TRACE the
+ *		  context holds a reference on the BTS hardware
  * @orphan:	  the tracer went away; @work frees the context
  * @user:	  the user charged for @locked_pages, or NULL
  * @locked_pages: pages charged against @user's RLIMIT_MEMLOCK
@@ -71,7 +71,6 @@ struct ptrace_bts_ctx {
 	unsigned int			head;
 	unsigned int			count;
 	u32				flags;
-	bool				hw;
 	bool				orphan;
 	struct user_struct		*user;
 	unsigned long			locked_pages;
@@ -80,9 +79,6 @@ struct ptrace_bts_ctx {
 
 /* The context whose branches the BTS buffer of this CPU is collecting */
 static DEFINE_PER_CPU(struct ptrace_bts_ctx *, bts_owner);
-
-/* Number of contexts holding the BTS hardware */
-static atomic_t bts_hw_users = ATOMIC_INIT(0);
 
 static unsigned int bts_max_size = SZ_1M;
 static unsigned int bts_max_size_min = sizeof(struct ptrace_bts_record);
@@ -180,7 +176,7 @@ void ptrace_bts_switch(struct task_struct *prev, struct task_struct *next)
 		ctx = next->thread.bts;
 		if (ctx->flags & PTRACE_BTS_O_SCHED)
 			bts_push_sched(ctx, PTRACE_BTS_TASK_ARRIVES);
-		if (ctx->hw) {
+		if (ctx->flags & PTRACE_BTS_O_TRACE) {
 			struct debug_store *ds = this_cpu_ptr(&cpu_debug_store);
 
 			ds->bts_index = ds->bts_buffer_base;
@@ -193,10 +189,11 @@ void ptrace_bts_switch(struct task_struct *prev, struct task_struct *next)
 /**
  * ptrace_bts_pmi - answer the BTS threshold interrupt
  *
- * Called from the PMU interrupt handler in NMI context.  While ptrace holds
- * the BTS hardware, perf has no BTS user, so a BTS buffer at or above its
- * threshold is ours.  If the context switch code has taken the buffer's
- * owner, it drains the buffer itself right after this NMI returns.
+ * Called from the PMU interrupt handler in NMI context while an in-kernel
+ * BTS user holds the BTS hardware, that is, while perf has no BTS user of
+ * its own: a BTS buffer at or above its threshold is ours.  If the context
+ * switch code has taken the buffer's owner, it drains the buffer itself
+ * right after this NMI returns.
  *
  * Return: 1 if the interrupt was ours, 0 otherwise.
  */
@@ -205,8 +202,6 @@ int ptrace_bts_pmi(void)
 	struct debug_store *ds = this_cpu_ptr(&cpu_debug_store);
 	struct ptrace_bts_ctx *ctx;
 
-	if (!atomic_read(&bts_hw_users))
-		return 0;
 	if (ds->bts_index < ds->bts_interrupt_threshold)
 		return 0;
 
@@ -243,10 +238,8 @@ static int bts_charge(struct ptrace_bts_ctx *ctx, size_t bytes)
 
 static void bts_ctx_free(struct ptrace_bts_ctx *ctx)
 {
-	if (ctx->hw) {
-		atomic_dec(&bts_hw_users);
+	if (ctx->flags & PTRACE_BTS_O_TRACE)
 		intel_ds_bts_put();
-	}
 	if (ctx->user) {
 		atomic_long_sub(ctx->locked_pages, &ctx->user->locked_vm);
 		free_uid(ctx->user);
@@ -260,19 +253,20 @@ static struct ptrace_bts_ctx *bts_ctx_alloc(unsigned int nr, u32 flags)
 	struct ptrace_bts_ctx *ctx;
 	int err;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
-	if (!ctx)
-		return ERR_PTR(-ENOMEM);
-	ctx->nr = nr;
-	ctx->flags = flags;
-
 	if (flags & PTRACE_BTS_O_TRACE) {
 		err = intel_ds_bts_get();
 		if (err)
-			goto free;
-		ctx->hw = true;
-		atomic_inc(&bts_hw_users);
+			return ERR_PTR(err);
 	}
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
+	if (!ctx) {
+		if (flags & PTRACE_BTS_O_TRACE)
+			intel_ds_bts_put();
+		return ERR_PTR(-ENOMEM);
+	}
+	ctx->nr = nr;
+	ctx->flags = flags;
 
 	err = bts_charge(ctx, array_size(nr, sizeof(*ctx->ring)));
 	if (err)

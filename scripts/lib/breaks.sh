@@ -14,8 +14,10 @@ BREAKS=$TOP/tests/kernel-breaks
 # back without the patch so that the object tree matches the series again.
 build_broken_kernel() {
 	local obj=$1 dir=$2 rc=0
-	kgit diff --quiet HEAD -- arch/x86 ||
-		die "$KTREE has uncommitted changes under arch/x86"
+	local -a files
+	mapfile -t files < <(git apply --numstat "$BREAKS/breaks.patch" | cut -f3)
+	kgit diff --quiet HEAD -- "${files[@]}" ||
+		die "$KTREE has uncommitted changes in the files breaks.patch changes"
 	kgit apply "$BREAKS/breaks.patch"
 	ccache_env
 	kmake "$obj" bzImage || rc=$?

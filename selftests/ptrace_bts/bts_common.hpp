@@ -10,6 +10,8 @@
  *   destructor kills and reaps it, so no test leaves a tracee behind.
  * - Thin wrappers around the PTRACE_BTS_* requests that keep errno.
  * - Check: collects failures and prints expected-versus-got diagnostics.
+ * - Common steps: start and configure a tracee, check that the ring ends
+ *   with the labelled branches.
  *
  * Every test binary includes this header from exactly one translation unit
  * (it defines the labelled assembly).
@@ -789,6 +791,99 @@ public:
 };
 
 /* ------------------------------------------------------------------ */
+/* Common steps                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Tracee bodies */
+static inline void seq_forever(void)
+{
+	for (;;)
+		bts_seq();
+}
+
+static inline void idle_forever(void)
+{
+	for (;;)
+		pause();
+}
+
+static inline void seq_then_idle(void)
+{
+	bts_seq();
+	idle_forever();
+}
+
+/*
+ * Starts @body as a tracee and configures it with (@size, @flags): CONFIG
+ * (@what in diagnostics) must succeed.  Every failure is recorded in @ck.
+ */
+template <typename F>
+static inline bool spawn_configured(Check &ck, Tracee &t, F body,
+				    unsigned int size, unsigned int flags,
+				    const char *what = "CONFIG")
+{
+	if (!t.spawn(body))
+		return ck.fail("%s: cannot start the tracee\n", what);
+	return ck.ret(bts_config(t.pid, size, flags), 0, what);
+}
+
+/* spawn_configured(), then continue to the int3 of bts_seq() */
+template <typename F>
+static inline bool spawn_run_seq(Check &ck, Tracee &t, F body,
+				 unsigned int size, unsigned int flags,
+				 const char *what = "CONFIG")
+{
+	if (!spawn_configured(ck, t, body, size, flags, what))
+		return false;
+	if (!t.run_seq())
+		return ck.fail("%s: the tracee did not stop in bts_seq\n", what);
+	return true;
+}
+
+/* STATUS reports no configuration and the ring is empty */
+static inline void expect_unconfigured(Check &ck, pid_t pid, const char *what)
+{
+	expect_status(ck, pid, 0, 0, what);
+	expect_size(ck, pid, 0, what);
+}
+
+/* The ring holds at least one record */
+static inline bool expect_records(Check &ck, pid_t pid, const char *what)
+{
+	Ret n = bts_size(pid);
+
+	if (n.ret > 0)
+		return true;
+	return ck.fail("%s: SIZE %ld (%s), expected records\n", what, n.ret,
+		       errname(n.err));
+}
+
+/* Which records of the ring expect_seq_tail() looks at */
+enum TailOf { ALL_RECORDS, BRANCHES_ONLY };
+
+/*
+ * Reads the whole ring (GET) into @v, oldest first: its newest records, or
+ * with BRANCHES_ONLY its newest BRANCH records, must be the branches of one
+ * bts_seq() call.
+ */
+static inline bool expect_seq_tail(Check &ck, pid_t pid, std::vector<Rec> &v,
+				   TailOf of, const char *what)
+{
+	if (!get_all(ck, pid, v))
+		return false;
+	return check_tail(ck, of == BRANCHES_ONLY ? branches_only(v) : v,
+			  seq_pairs(), what);
+}
+
+static inline bool expect_seq_tail(Check &ck, pid_t pid, TailOf of,
+				   const char *what)
+{
+	std::vector<Rec> v;
+
+	return expect_seq_tail(ck, pid, v, of, what);
+}
+
+/* ------------------------------------------------------------------ */
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -847,7 +942,7 @@ static inline void bts_require_hw(void)
 	Tracee t;
 	Ret r;
 
-	if (!t.spawn([] { for (;;) pause(); }))
+	if (!t.spawn(idle_forever))
 		ksft_exit_fail_msg("cannot start a tracee\n");
 	r = bts_config(t.pid, 16 * REC, PTRACE_BTS_O_TRACE);
 	if (r.ret == -1 && r.err == ENODEV) {

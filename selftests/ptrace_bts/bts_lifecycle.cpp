@@ -25,23 +25,13 @@ static char self_exe[4096];
 /* A new tracee can be configured and records the labelled branches */
 static bool fresh_tracee_works(Check &ck, const char *after)
 {
-	std::vector<Rec> v;
 	Tracee t;
 	char what[96];
 
 	snprintf(what, sizeof(what), "fresh tracee after %s", after);
-	if (!t.spawn([] {
-		for (;;)
-			bts_seq();
-	}))
-		return ck.fail("%s: cannot start it\n", what);
-	if (!ck.ret(bts_config(t.pid, 256 * REC, TRACE | SCHED), 0, what))
+	if (!spawn_run_seq(ck, t, seq_forever, 256 * REC, TRACE | SCHED, what))
 		return false;
-	if (!t.run_seq())
-		return ck.fail("%s: did not stop in bts_seq\n", what);
-	if (!get_all(ck, t.pid, v))
-		return false;
-	return check_tail(ck, branches_only(v), seq_pairs(), what);
+	return expect_seq_tail(ck, t.pid, BRANCHES_ONLY, what);
 }
 
 /* No child of ours is left unreaped: @pid is gone for good */
@@ -55,12 +45,36 @@ static bool no_zombie(Check &ck, pid_t pid, const char *what)
 }
 
 /*
+ * A new tracer (ourselves, through PTRACE_SEIZE and PTRACE_INTERRUPT)
+ * attaches to @t and waits for its stop: @t must be unconfigured.
+ */
+static bool reattach_unconfigured(Check &ck, Tracee &t, const char *what)
+{
+	if (!ck.ret(xptrace(PTRACE_SEIZE, t.pid, nullptr, 0), 0,
+		    "PTRACE_SEIZE") ||
+	    !ck.ret(xptrace(PTRACE_INTERRUPT, t.pid, nullptr, 0), 0,
+		    "PTRACE_INTERRUPT"))
+		return false;
+	if (!t.wait_stop(SIGTRAP, PTRACE_EVENT_STOP))
+		return ck.fail("%s: no stop after PTRACE_INTERRUPT\n", what);
+	expect_unconfigured(ck, t.pid, what);
+	return true;
+}
+
+/* One bts_seq() call, then spins */
+static void seq_then_spin(void)
+{
+	bts_seq();
+	for (;;)
+		bts_spin(1000);
+}
+
+/*
  * fork(): the child of a traced task is not traced, even after it runs
  * the labelled code; the parent goes on recording.
  */
 static bool test_fork_child_untraced(void)
 {
-	std::vector<Rec> v;
 	unsigned long msg = 0;
 	Rec buf[8];
 	Check ck;
@@ -91,20 +105,17 @@ static bool test_fork_child_untraced(void)
 	/* the new child starts attached, in a SIGSTOP stop */
 	if (!c.wait_stop(SIGSTOP))
 		return ck.fail("the forked child did not stop\n");
-	expect_status(ck, c.pid, 0, 0, "forked child");
-	expect_size(ck, c.pid, 0, "forked child");
+	expect_unconfigured(ck, c.pid, "forked child");
 	if (!c.run_seq())
 		return ck.fail("the forked child did not reach bts_seq\n");
-	expect_status(ck, c.pid, 0, 0, "forked child after bts_seq");
-	expect_size(ck, c.pid, 0, "forked child after bts_seq");
+	expect_unconfigured(ck, c.pid, "forked child after bts_seq");
 	ck.ret(bts_drain(c.pid, buf, sizeof(buf)), 0, "forked child: DRAIN");
 
 	/* the parent is still configured and records */
 	expect_status(ck, t.pid, 1024 * REC, TRACE | SCHED, "parent after fork");
 	if (!t.run_seq())
 		return ck.fail("the parent did not reach bts_seq\n");
-	if (get_all(ck, t.pid, v))
-		check_tail(ck, branches_only(v), seq_pairs(), "parent after fork");
+	expect_seq_tail(ck, t.pid, BRANCHES_ONLY, "parent after fork");
 
 	/* the child is ours to kill as tracer, then ours as subreaper */
 	pid_t cpid = c.pid;
@@ -125,14 +136,10 @@ static bool test_tracee_exit(void)
 		Tracee t;
 		pid_t pid;
 
-		if (!t.spawn([] { bts_seq(); }))
+		/* one bts_seq() call, then _exit(0) */
+		if (!spawn_run_seq(ck, t, bts_seq, 512 * REC, TRACE | SCHED))
 			return false;
 		pid = t.pid;
-		if (!ck.ret(bts_config(t.pid, 512 * REC, TRACE | SCHED), 0,
-			    "CONFIG"))
-			return false;
-		if (!t.run_seq())
-			return false;
 		if (bts_size(t.pid).ret < 5)
 			ck.fail("round %d: nothing recorded\n", i);
 		/* returns from bts_seq, then _exit(0) */
@@ -155,18 +162,10 @@ static bool test_tracee_sigkill(void)
 		pid_t pid;
 		int st;
 
-		if (!t.spawn([] {
-			bts_seq();
-			for (;;)
-				bts_spin(1000);
-		}))
+		if (!spawn_run_seq(ck, t, seq_then_spin, 4096 * REC,
+				   TRACE | SCHED))
 			return false;
 		pid = t.pid;
-		if (!ck.ret(bts_config(t.pid, 4096 * REC, TRACE | SCHED), 0,
-			    "CONFIG"))
-			return false;
-		if (!t.run_seq())
-			return false;
 		if (running) {
 			if (!t.cont())
 				return false;
@@ -198,16 +197,8 @@ static bool test_detach(void)
 		Rec buf[4];
 		Tracee t;
 
-		if (!t.spawn([] {
-			bts_seq();
-			for (;;)
-				pause();
-		}))
-			return false;
-		if (!ck.ret(bts_config(t.pid, 1024 * REC, TRACE | SCHED), 0,
-			    "CONFIG"))
-			return false;
-		if (!t.run_seq())
+		if (!spawn_run_seq(ck, t, seq_then_idle, 1024 * REC,
+				   TRACE | SCHED))
 			return false;
 		if (bts_size(t.pid).ret < 5)
 			ck.fail("round %d: nothing recorded\n", i);
@@ -216,16 +207,8 @@ static bool test_detach(void)
 			return false;
 		/* not traced any more */
 		ck.err(bts_size(t.pid), ESRCH, "SIZE after PTRACE_DETACH");
-		if (!ck.ret(xptrace(PTRACE_SEIZE, t.pid, nullptr, 0), 0,
-			    "PTRACE_SEIZE") ||
-		    !ck.ret(xptrace(PTRACE_INTERRUPT, t.pid, nullptr, 0), 0,
-			    "PTRACE_INTERRUPT"))
+		if (!reattach_unconfigured(ck, t, "re-attached after detach"))
 			return false;
-		if (!t.wait_stop(SIGTRAP, PTRACE_EVENT_STOP))
-			return ck.fail("round %d: no stop after PTRACE_INTERRUPT\n",
-				       i);
-		expect_status(ck, t.pid, 0, 0, "re-attached after detach");
-		expect_size(ck, t.pid, 0, "re-attached after detach");
 		ck.ret(bts_drain(t.pid, buf, sizeof(buf)), 0,
 		       "re-attached: DRAIN");
 		/* the new tracer can configure it */
@@ -337,15 +320,8 @@ static bool tracer_exit_round(Check &ck, Shared *sh)
 	/* the tracee has returned to user mode since its tracer exited */
 	if (!wait_counter(sh, counter_of(sh) + 5))
 		return ck.fail("the tracee stopped running after its tracer exited\n");
-	if (!ck.ret(xptrace(PTRACE_SEIZE, t.pid, nullptr, 0), 0,
-		    "PTRACE_SEIZE") ||
-	    !ck.ret(xptrace(PTRACE_INTERRUPT, t.pid, nullptr, 0), 0,
-		    "PTRACE_INTERRUPT"))
+	if (!reattach_unconfigured(ck, t, "after the tracer exited"))
 		return false;
-	if (!t.wait_stop(SIGTRAP, PTRACE_EVENT_STOP))
-		return ck.fail("no stop after PTRACE_INTERRUPT\n");
-	expect_status(ck, t.pid, 0, 0, "after the tracer exited");
-	expect_size(ck, t.pid, 0, "after the tracer exited");
 	/* the new tracer can configure it, and it records */
 	if (ck.ret(bts_config(t.pid, 256 * REC, TRACE), 0,
 		   "CONFIG by the new tracer") && t.cont()) {
@@ -354,15 +330,10 @@ static bool tracer_exit_round(Check &ck, Shared *sh)
 		if (!wait_counter(sh, c0 + 5))
 			ck.fail("the tracee does not run under the new tracer\n");
 		kill(t.pid, SIGSTOP);
-		if (t.wait_stop(SIGSTOP)) {
-			Ret n = bts_size(t.pid);
-
-			if (n.ret <= 0)
-				ck.fail("new tracer: SIZE %ld (%s), expected records\n",
-					n.ret, errname(n.err));
-		} else {
+		if (t.wait_stop(SIGSTOP))
+			expect_records(ck, t.pid, "new tracer");
+		else
 			ck.fail("the tracee did not stop for SIGSTOP\n");
-		}
 	}
 	pid_t tp = t.pid;
 	t.reap();
@@ -441,8 +412,7 @@ static bool test_exec(void)
 		close(pfd[0]);
 		return ck.fail("no stop before the exec\n");
 	}
-	if (get_all(ck, t.pid, v))
-		check_tail(ck, branches_only(v), seq_pairs(), "before exec");
+	expect_seq_tail(ck, t.pid, BRANCHES_ONLY, "before exec");
 
 	if (!t.cont() || !t.wait_stop(SIGTRAP, PTRACE_EVENT_EXEC)) {
 		close(pfd[0]);

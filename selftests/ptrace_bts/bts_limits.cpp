@@ -36,15 +36,6 @@ enum { ML_32K, ML_128K, ML_BOTH, ML_CYCLES, ML_EXIT, ML_DETACH, ML_N };
 static char ml_res[ML_N];
 static bool ml_done;
 
-/* A tracee that never runs on its own: the tests only configure it */
-static bool idle_tracee(Tracee &t)
-{
-	return t.spawn([] {
-		for (;;)
-			pause();
-	});
-}
-
 /*
  * CONFIG of a 48 KiB ring on a new tracee right after another tracee with
  * such a ring was killed and reaped.  The ring is freed when the tracee
@@ -70,6 +61,43 @@ static Ret config_after_exit(pid_t pid)
 	return r;
 }
 
+/*
+ * Three rounds: tracee a gets a 48 KiB ring and loses it, killed with it
+ * or, with @detach, through PTRACE_DETACH; then tracee b must get one.
+ */
+static bool ml_refund(bool detach)
+{
+	Check ck;
+
+	for (int k = 0; k < 3 && ck.ok; k++) {
+		Tracee a, b;
+
+		if (!a.spawn(idle_forever) ||
+		    !ck.ret(bts_config(a.pid, K48, TRACE), 0, "48 KiB CONFIG") ||
+		    (detach &&
+		     !ck.ret(xptrace(PTRACE_DETACH, a.pid, nullptr, 0), 0,
+			     "PTRACE_DETACH"))) {
+			ck.ok = false;
+			break;
+		}
+		if (!detach)
+			a.reap();	/* with its ring configured */
+		if (!b.spawn(idle_forever)) {
+			ck.ok = false;
+			break;
+		}
+		if (detach)
+			ck.ret(bts_config(b.pid, K48, TRACE), 0,
+			       "48 KiB CONFIG after PTRACE_DETACH of the previous tracee");
+		else
+			ck.ret(config_after_exit(b.pid), 0,
+			       "48 KiB CONFIG after the previous tracee died");
+		/* nothing stays charged into the next round */
+		ck.ret(bts_config(b.pid, 0, 0), 0, "release");
+	}
+	return ck.ok;
+}
+
 /* Runs as user nobody with RLIMIT_MEMLOCK 64 KiB; reports to @wfd */
 [[noreturn]] static void memlock_helper(int wfd)
 {
@@ -90,7 +118,7 @@ static Ret config_after_exit(pid_t pid)
 		Check ck;
 		Tracee t;
 
-		if (idle_tracee(t) &&
+		if (t.spawn(idle_forever) &&
 		    ck.ret(bts_config(t.pid, K32, TRACE), 0, "32 KiB CONFIG")) {
 			expect_status(ck, t.pid, rounded(K32), TRACE, "32 KiB");
 			ck.ret(bts_config(t.pid, 0, 0), 0, "release");
@@ -120,12 +148,9 @@ static Ret config_after_exit(pid_t pid)
 		Check ck;
 		Tracee t;
 
-		if (t.spawn([] {
-			bts_seq();
-			for (;;)
-				pause();
-		}) && ck.ret(bts_config(t.pid, K48, TRACE), 0, "48 KiB CONFIG") &&
-		    t.run_seq() && get_all(ck, t.pid, before)) {
+		if (spawn_run_seq(ck, t, seq_then_idle, K48, TRACE,
+				  "48 KiB CONFIG") &&
+		    get_all(ck, t.pid, before)) {
 			check_tail(ck, before, seq_pairs(), "48 KiB ring");
 			ck.err(bts_config(t.pid, K32, TRACE), ENOMEM,
 			       "32 KiB reCONFIG over a 48 KiB ring");
@@ -152,7 +177,7 @@ static Ret config_after_exit(pid_t pid)
 		for (int k = 0; k < 3 && ck.ok; k++) {
 			Tracee t;
 
-			if (!idle_tracee(t)) {
+			if (!t.spawn(idle_forever)) {
 				ck.fail("cannot start tracee %d\n", k);
 				break;
 			}
@@ -170,55 +195,10 @@ static Ret config_after_exit(pid_t pid)
 		ml_res[ML_CYCLES] = ck.ok ? 'P' : 'F';
 	}
 
-	{	/* the charge comes back when the tracee exits */
-		Check ck;
-
-		for (int k = 0; k < 3 && ck.ok; k++) {
-			Tracee a, b;
-
-			if (!idle_tracee(a) ||
-			    !ck.ret(bts_config(a.pid, K48, TRACE), 0,
-				    "48 KiB CONFIG")) {
-				ck.ok = false;
-				break;
-			}
-			a.reap();	/* with its ring configured */
-			if (!idle_tracee(b)) {
-				ck.ok = false;
-				break;
-			}
-			ck.ret(config_after_exit(b.pid), 0,
-			       "48 KiB CONFIG after the previous tracee died");
-			/* nothing stays charged into the next round */
-			ck.ret(bts_config(b.pid, 0, 0), 0, "release");
-		}
-		ml_res[ML_EXIT] = ck.ok ? 'P' : 'F';
-	}
-
-	{	/* and at once at PTRACE_DETACH */
-		Check ck;
-
-		for (int k = 0; k < 3 && ck.ok; k++) {
-			Tracee a, b;
-
-			if (!idle_tracee(a) ||
-			    !ck.ret(bts_config(a.pid, K48, TRACE), 0,
-				    "48 KiB CONFIG") ||
-			    !ck.ret(xptrace(PTRACE_DETACH, a.pid, nullptr, 0), 0,
-				    "PTRACE_DETACH")) {
-				ck.ok = false;
-				break;
-			}
-			if (!idle_tracee(b)) {
-				ck.ok = false;
-				break;
-			}
-			ck.ret(bts_config(b.pid, K48, TRACE), 0,
-			       "48 KiB CONFIG after PTRACE_DETACH of the previous tracee");
-			ck.ret(bts_config(b.pid, 0, 0), 0, "release");
-		}
-		ml_res[ML_DETACH] = ck.ok ? 'P' : 'F';
-	}
+	/* the charge comes back when the tracee exits */
+	ml_res[ML_EXIT] = ml_refund(false) ? 'P' : 'F';
+	/* and at once at PTRACE_DETACH */
+	ml_res[ML_DETACH] = ml_refund(true) ? 'P' : 'F';
 out:
 	if (write(wfd, ml_res, sizeof(ml_res)) != (ssize_t)sizeof(ml_res))
 		_exit(2);
@@ -296,7 +276,7 @@ static bool test_ml_ipc_lock(void)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (setrlimit(RLIMIT_MEMLOCK, &rl))
 			_exit(2);
-		if (!idle_tracee(t))
+		if (!t.spawn(idle_forever))
 			_exit(3);
 		ck.ret(bts_config(t.pid, K128, TRACE), 0,
 		       "root, RLIMIT_MEMLOCK 64 KiB: 128 KiB CONFIG");
@@ -384,7 +364,7 @@ static bool test_over_limit(void)
 	Check ck;
 	Tracee t;
 
-	if (!set_max(ck, lim) || !idle_tracee(t))
+	if (!set_max(ck, lim) || !t.spawn(idle_forever))
 		return false;
 	ck.err(bts_config(t.pid, lim + 1, TRACE), EINVAL, "limit + 1");
 	ck.err(bts_config(t.pid, lim + REC, TRACE), EINVAL, "limit + 24");
@@ -405,10 +385,7 @@ static bool test_cut_size(void)
 	Check ck;
 	Tracee t;
 
-	if (!set_max(ck, lim) || !t.spawn([] {
-		    for (;;)
-			    bts_seq();
-	    }))
+	if (!set_max(ck, lim) || !t.spawn(seq_forever))
 		return false;
 	ck.ret(bts_config(t.pid, 0xffffffffU, TRACE | CUT), 0, "4 GiB - 1, CUT");
 	expect_status(ck, t.pid, 2400, TRACE | CUT, "4 GiB - 1, CUT");
@@ -418,11 +395,9 @@ static bool test_cut_size(void)
 	expect_status(ck, t.pid, 2400, TRACE | CUT, "1 MiB, CUT");
 	if (!t.run_seq())
 		return false;
-	if (get_all(ck, t.pid, v)) {
-		if (v.size() > 100)
-			ck.fail("%zu records in a ring of 100\n", v.size());
-		check_tail(ck, v, seq_pairs(), "cut ring");
-	}
+	expect_seq_tail(ck, t.pid, v, ALL_RECORDS, "cut ring");
+	if (v.size() > 100)
+		ck.fail("%zu records in a ring of 100\n", v.size());
 	return ck.ok;
 }
 
@@ -435,10 +410,7 @@ static bool test_one_record(void)
 	Tracee t;
 	Rec r;
 
-	if (!set_max(ck, 24) || !t.spawn([] {
-		    for (;;)
-			    bts_seq();
-	    }))
+	if (!set_max(ck, 24) || !t.spawn(seq_forever))
 		return false;
 	ck.err(bts_config(t.pid, 48, TRACE), EINVAL, "48 over a limit of 24");
 	ck.ret(bts_config(t.pid, 4800, TRACE | CUT), 0, "4800, CUT");
@@ -457,7 +429,8 @@ static bool test_one_record(void)
 		ck.err(bts_get(t.pid, 1, &r), EINVAL, "GET(1)");
 		if (i == 0 && drain_all(ck, t.pid, 4, v))
 			check_tail(ck, v, { exp.back() }, "DRAIN");
-		expect_size(ck, t.pid, i == 0 ? 0 : 1, "after DRAIN");
+		expect_size(ck, t.pid, i == 0 ? 0 : 1,
+			    i == 0 ? "after DRAIN" : "second stop, no DRAIN");
 	}
 	return ck.ok;
 }

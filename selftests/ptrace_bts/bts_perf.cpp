@@ -92,20 +92,12 @@ static bool expect_busy(Check &ck, Kind k, pid_t pid, const char *when)
 	return true;
 }
 
-static bool seq_tracee(Tracee &t)
-{
-	return t.spawn([] {
-		for (;;)
-			bts_seq();
-	});
-}
-
 static bool baseline(Kind k)
 {
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
+	if (!t.spawn(seq_forever))
 		return false;
 	expect_open(ck, k, t.pid, "baseline, no ptrace BTS");
 	expect_open(ck, k, 0, "baseline, no ptrace BTS");
@@ -118,13 +110,10 @@ static bool test_baseline_lbr(void) { return baseline(LBR); }
 /* A tracee traced with TRACE: perf events fail on it and on others */
 static bool traced_busy(Kind k)
 {
-	std::vector<Rec> v;
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 256 * REC, TRACE), 0, "CONFIG"))
+	if (!spawn_configured(ck, t, seq_forever, 256 * REC, TRACE))
 		return false;
 	expect_busy(ck, k, t.pid, "configured");
 	expect_busy(ck, k, 0, "configured");
@@ -132,8 +121,7 @@ static bool traced_busy(Kind k)
 	if (!t.run_seq())
 		return false;
 	expect_busy(ck, k, t.pid, "after running");
-	if (get_all(ck, t.pid, v))
-		check_tail(ck, v, seq_pairs(), "traced");
+	expect_seq_tail(ck, t.pid, ALL_RECORDS, "traced");
 	/* released: perf gets it back */
 	ck.ret(bts_config(t.pid, 0, 0), 0, "release");
 	expect_open(ck, k, t.pid, "after the release");
@@ -150,9 +138,8 @@ static bool test_sched_only(void)
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 256 * REC, SCHED), 0, "CONFIG SCHED"))
+	if (!spawn_configured(ck, t, seq_forever, 256 * REC, SCHED,
+			      "CONFIG SCHED"))
 		return false;
 	expect_open(ck, BTS, t.pid, "SCHED only");
 	expect_open(ck, LBR, t.pid, "SCHED only");
@@ -171,11 +158,7 @@ static bool test_after_exit(void)
 	{
 		Tracee t;
 
-		if (!seq_tracee(t))
-			return false;
-		if (!ck.ret(bts_config(t.pid, 256 * REC, TRACE), 0, "CONFIG"))
-			return false;
-		if (!t.run_seq())
+		if (!spawn_run_seq(ck, t, seq_forever, 256 * REC, TRACE))
 			return false;
 		expect_busy(ck, BTS, 0, "traced");
 	}	/* killed and reaped here */
@@ -207,13 +190,12 @@ static bool test_after_exit(void)
  */
 static bool perf_first(Kind k)
 {
-	std::vector<Rec> v;
 	Check ck;
 	Tracee t;
 	Ret fd;
 
 	/* the tracee is forked before the event exists: it holds no fd */
-	if (!seq_tracee(t))
+	if (!t.spawn(seq_forever))
 		return false;
 	fd = perf_open(k, 0);
 	if (fd.ret < 0)
@@ -238,8 +220,7 @@ static bool perf_first(Kind k)
 	expect_status(ck, t.pid, 256 * REC, TRACE, "after the event was closed");
 	if (!t.run_seq())
 		return false;
-	if (get_all(ck, t.pid, v))
-		check_tail(ck, v, seq_pairs(), "after the event was closed");
+	expect_seq_tail(ck, t.pid, ALL_RECORDS, "after the event was closed");
 	ck.ret(bts_config(t.pid, 0, 0), 0, "release");
 	return ck.ok;
 }

@@ -107,7 +107,31 @@ static bool check_sched(Check &ck, const std::vector<Rec> &v, bool trace,
 	return good;
 }
 
+/*
+ * Continues the tracee to the int3 of bts_seq() and reads its whole ring
+ * into @v; *@t0 and *@t1 are the tracer's clock before PTRACE_CONT and
+ * after waitpid().
+ */
+static bool timed_run(Check &ck, Tracee &t, std::vector<Rec> &v,
+		      unsigned long long *t0, unsigned long long *t1)
+{
+	*t0 = now_ns();
+	if (!t.run_seq())
+		return false;
+	*t1 = now_ns();
+	return get_all(ck, t.pid, v);
+}
+
 /* The tracee sleeps and yields SLEEPS times, then stops in bts_seq() */
+static void sleeper(void)
+{
+	for (int i = 0; i < SLEEPS; i++) {
+		usleep(2000);
+		sched_yield();
+	}
+	seq_forever();
+}
+
 static bool sleeper_test(unsigned int flags)
 {
 	std::vector<Rec> v;
@@ -115,22 +139,8 @@ static bool sleeper_test(unsigned int flags)
 	Check ck;
 	Tracee t;
 
-	if (!t.spawn([] {
-		for (int i = 0; i < SLEEPS; i++) {
-			usleep(2000);
-			sched_yield();
-		}
-		for (;;)
-			bts_seq();
-	}))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 4096 * REC, flags), 0, "CONFIG"))
-		return false;
-	t0 = now_ns();
-	if (!t.run_seq())
-		return false;
-	t1 = now_ns();
-	if (!get_all(ck, t.pid, v))
+	if (!spawn_configured(ck, t, sleeper, 4096 * REC, flags) ||
+	    !timed_run(ck, t, v, &t0, &t1))
 		return false;
 	/*
 	 * One arrival after PTRACE_CONT and one after (almost) every sleep:
@@ -143,17 +153,13 @@ static bool sleeper_test(unsigned int flags)
 		check_tail(ck, branches_only(v), seq_pairs(), "branches");
 
 	/* a second run continues the same rules after the stop */
-	t0 = now_ns();
 	ck.ret(bts_clear(t.pid), 0, "CLEAR");
-	if (!t.run_seq())
+	if (!timed_run(ck, t, v, &t0, &t1))
 		return false;
-	t1 = now_ns();
-	if (get_all(ck, t.pid, v)) {
-		check_sched(ck, v, flags & TRACE, t0, t1, 1, "second run");
-		if (flags & TRACE)
-			check_tail(ck, branches_only(v), seq_pairs(),
-				   "second run branches");
-	}
+	check_sched(ck, v, flags & TRACE, t0, t1, 1, "second run");
+	if (flags & TRACE)
+		check_tail(ck, branches_only(v), seq_pairs(),
+			   "second run branches");
 	return ck.ok;
 }
 
@@ -163,10 +169,25 @@ static bool test_sched_trace(void) { return sleeper_test(SCHED | TRACE); }
 static const int SPIN = 200;	/* bts_spin(SPIN): SPIN - 1 records */
 static const int HOPS = 4;	/* CPU 0, 1, 0, 1 */
 
+/* The tracee pins itself to CPU 0, then CPU 1, twice, and spins on each */
+static void hopper(void)
+{
+	for (int i = 0; i < HOPS; i++) {
+		cpu_set_t s;
+
+		CPU_ZERO(&s);
+		CPU_SET(i % 2, &s);
+		if (sched_setaffinity(0, sizeof(s), &s))
+			_exit(5);
+		usleep(1000);
+		bts_spin(SPIN);
+	}
+	seq_forever();
+}
+
 /*
- * The tracee pins itself to CPU 0, then CPU 1, twice, and spins on each:
- * it arrives on both CPUs, every spin record follows an ARRIVES on the CPU
- * it was pinned to, and no spin record is lost when it moves.
+ * The hopper arrives on both CPUs, every spin record follows an ARRIVES on
+ * the CPU it was pinned to, and no spin record is lost when it moves.
  */
 static bool test_migration(void)
 {
@@ -186,30 +207,9 @@ static bool test_migration(void)
 	    !CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine))
 		return ck.fail("needs CPUs 0 and 1 in the affinity mask\n");
 
-	if (!t.spawn([] {
-		for (int i = 0; i < HOPS; i++) {
-			cpu_set_t s;
-
-			CPU_ZERO(&s);
-			CPU_SET(i % 2, &s);
-			if (sched_setaffinity(0, sizeof(s), &s))
-				_exit(5);
-			usleep(1000);
-			bts_spin(SPIN);
-		}
-		for (;;)
-			bts_seq();
-	}))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 1 << 20, TRACE | SCHED |
-					      PTRACE_BTS_O_CUT_SIZE),
-		    0, "CONFIG"))
-		return false;
-	t0 = now_ns();
-	if (!t.run_seq())
-		return false;
-	t1 = now_ns();
-	if (!get_all(ck, t.pid, v))
+	if (!spawn_configured(ck, t, hopper, 1 << 20,
+			      TRACE | SCHED | PTRACE_BTS_O_CUT_SIZE) ||
+	    !timed_run(ck, t, v, &t0, &t1))
 		return false;
 	check_sched(ck, v, true, t0, t1, 1 + HOPS / 2, "migrating tracee");
 	check_tail(ck, branches_only(v), seq_pairs(), "branches");

@@ -16,29 +16,48 @@ static const unsigned int TRACE = PTRACE_BTS_O_TRACE;
 static const unsigned int SCHED = PTRACE_BTS_O_SCHED;
 static const unsigned int CUT = PTRACE_BTS_O_CUT_SIZE;
 
-/* A tracee that calls bts_seq() forever, stopped before the first call */
-static bool seq_tracee(Tracee &t)
+/* A tracee that calls bts_loop(@iters) forever, configured */
+static bool loop_configured(Check &ck, Tracee &t, unsigned long iters,
+			    unsigned int size, unsigned int flags)
 {
-	return t.spawn([] {
+	return spawn_configured(ck, t, [iters] {
 		for (;;)
-			bts_seq();
-	});
+			bts_loop(iters);
+	}, size, flags);
+}
+
+/*
+ * @nf holds the newest records, newest first (GET 0, 1, ...): it must
+ * begin with the labelled branches of bts_seq(), newest first.
+ */
+static bool check_seq_newest(Check &ck, const std::vector<Rec> &nf,
+			     const char *what)
+{
+	std::vector<Pair> exp = seq_pairs();
+	bool good = true;
+
+	for (size_t i = 0; i < exp.size(); i++) {
+		const Pair &p = exp[exp.size() - 1 - i];
+
+		if (!is_pair(nf[i], p)) {
+			good = ck.fail("%s: GET(%zu): expected BRANCH cpu 0 from %#llx %s to %#llx %s\n",
+				       what, i, p.from, label_name(p.from),
+				       p.to, label_name(p.to));
+			print_rec("  got ", i, nf[i]);
+		}
+	}
+	return good;
 }
 
 /* GET: the five newest records are the labelled branches, newest first */
 static bool test_labelled_get(void)
 {
-	std::vector<Pair> exp = seq_pairs();
 	std::vector<Rec> g;
 	Check ck;
 	Tracee t;
 	Ret n;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 1024 * REC, TRACE), 0, "CONFIG"))
-		return false;
-	if (!t.run_seq())
+	if (!spawn_run_seq(ck, t, seq_forever, 1024 * REC, TRACE))
 		return false;
 	n = bts_size(t.pid);
 	if (n.ret < 6 || n.ret > 1024)
@@ -46,16 +65,7 @@ static bool test_labelled_get(void)
 			       n.ret, errname(n.err));
 	if (!get_newest(ck, t.pid, 6, g))
 		return false;
-	for (size_t i = 0; i < exp.size(); i++) {
-		const Pair &p = exp[exp.size() - 1 - i];
-
-		if (!is_pair(g[i], p)) {
-			ck.fail("GET(%zu): expected BRANCH cpu 0 from %#llx %s to %#llx %s\n",
-				i, p.from, label_name(p.from), p.to,
-				label_name(p.to));
-			print_rec("  got ", i, g[i]);
-		}
-	}
+	check_seq_newest(ck, g, "labelled sequence");
 	/* the call into bts_seq precedes the sequence */
 	if (g[5].qualifier != PTRACE_BTS_BRANCH ||
 	    g[5].branch.to != A((const void *)bts_seq)) {
@@ -73,15 +83,12 @@ static bool test_labelled_get(void)
  */
 static bool test_labelled_drain(void)
 {
-	std::vector<Pair> exp = seq_pairs();
 	std::vector<Rec> d;
 	Check ck;
 	Tracee t;
 	Ret n;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 1024 * REC, TRACE), 0, "CONFIG"))
+	if (!spawn_configured(ck, t, seq_forever, 1024 * REC, TRACE))
 		return false;
 	for (int pass = 0; pass < 2; pass++) {
 		if (!t.run_seq())
@@ -92,7 +99,8 @@ static bool test_labelled_drain(void)
 		if ((long)d.size() != n.ret)
 			ck.fail("pass %d: DRAIN returned %zu records, SIZE said %ld\n",
 				pass, d.size(), n.ret);
-		check_tail(ck, d, exp, pass ? "second DRAIN" : "first DRAIN");
+		check_tail(ck, d, seq_pairs(),
+			   pass ? "second DRAIN" : "first DRAIN");
 		expect_size(ck, t.pid, 0, "after DRAIN");
 		if (pass == 1 && !d.empty() &&
 		    (d[0].qualifier != PTRACE_BTS_BRANCH ||
@@ -111,33 +119,23 @@ static bool test_labelled_drain(void)
  */
 static bool test_complete_at_stop(void)
 {
-	std::vector<Pair> exp = seq_pairs();
+	std::vector<Rec> g;
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 256 * REC, TRACE), 0, "CONFIG"))
+	if (!spawn_configured(ck, t, seq_forever, 256 * REC, TRACE))
 		return false;
 	for (int i = 0; i < 10 && ck.ok; i++) {
 		unsigned long long rip;
-		Rec r;
+		char what[64];
 
 		if (!t.cont() || !t.wait_stop(SIGTRAP))
 			return false;
 		/* no other ptrace request before these */
-		for (size_t k = 0; k < exp.size(); k++) {
-			const Pair &p = exp[exp.size() - 1 - k];
-
-			if (!ck.ret(bts_get(t.pid, k, &r), 0, "GET"))
-				return false;
-			if (!is_pair(r, p)) {
-				ck.fail("stop %d: GET(%zu) right after waitpid: expected from %#llx %s to %#llx %s\n",
-					i, k, p.from, label_name(p.from), p.to,
-					label_name(p.to));
-				print_rec("  got ", k, r);
-			}
-		}
+		if (!get_newest(ck, t.pid, seq_pairs().size(), g))
+			return false;
+		snprintf(what, sizeof(what), "stop %d, right after waitpid", i);
+		check_seq_newest(ck, g, what);
 		if (!t.ip(&rip))
 			return false;
 		if (rip != A(bts_s_ret))
@@ -155,18 +153,16 @@ static bool test_unconfigured(void)
 	Tracee t;
 	Rec r;
 
-	if (!seq_tracee(t))
+	if (!t.spawn(seq_forever))
 		return false;
-	expect_status(ck, t.pid, 0, 0, "unconfigured");
-	expect_size(ck, t.pid, 0, "unconfigured");
+	expect_unconfigured(ck, t.pid, "unconfigured");
 	ck.ret(bts_drain(t.pid, buf, sizeof(buf)), 0, "unconfigured: DRAIN");
 	ck.ret(bts_clear(t.pid), 0, "unconfigured: CLEAR");
 	ck.err(bts_get(t.pid, 0, &r), EINVAL, "unconfigured: GET(0)");
 	/* it runs labelled code: still nothing */
 	if (!t.run_seq())
 		return false;
-	expect_status(ck, t.pid, 0, 0, "unconfigured, after running");
-	expect_size(ck, t.pid, 0, "unconfigured, after running");
+	expect_unconfigured(ck, t.pid, "unconfigured, after running");
 	return ck.ok;
 }
 
@@ -184,10 +180,11 @@ static bool test_status_roundtrip(void)
 		{ 200 * 24 + 23, SCHED | CUT, 1, 200 * 24 },
 		{ 64 * 24, TRACE | SCHED | CUT, 0, 64 * 24 },
 	};
+	std::vector<Rec> v;
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
+	if (!t.spawn(seq_forever))
 		return false;
 	for (size_t i = 0; i < ARRAY_SIZE(tab); i++) {
 		char what[96];
@@ -204,15 +201,9 @@ static bool test_status_roundtrip(void)
 	/* the last configuration records */
 	if (!t.run_seq())
 		return false;
-	{
-		std::vector<Rec> v;
-
-		if (get_all(ck, t.pid, v))
-			check_tail(ck, branches_only(v), seq_pairs(),
-				   "after the last CONFIG");
-		if (v.size() > 64)
-			ck.fail("%zu records in a ring of 64\n", v.size());
-	}
+	expect_seq_tail(ck, t.pid, v, BRANCHES_ONLY, "after the last CONFIG");
+	if (v.size() > 64)
+		ck.fail("%zu records in a ring of 64\n", v.size());
 	return ck.ok;
 }
 
@@ -228,7 +219,7 @@ static bool test_config_extensible(void)
 	Tracee t;
 	Cfg c;
 
-	if (!seq_tracee(t))
+	if (!t.spawn(seq_forever))
 		return false;
 	buf = (unsigned char *)malloc(page);
 	if (!buf)
@@ -286,12 +277,7 @@ static bool test_config_extensible(void)
 	/* and the configuration is in force */
 	if (!t.run_seq())
 		return false;
-	{
-		std::vector<Rec> v;
-
-		if (get_all(ck, t.pid, v))
-			check_tail(ck, v, seq_pairs(), "page-sized config");
-	}
+	expect_seq_tail(ck, t.pid, ALL_RECORDS, "page-sized config");
 	return ck.ok;
 }
 
@@ -303,11 +289,7 @@ static bool test_reconfig_discards(void)
 	Tracee t;
 	Ret n;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 512 * REC, TRACE), 0, "CONFIG"))
-		return false;
-	if (!t.run_seq())
+	if (!spawn_run_seq(ck, t, seq_forever, 512 * REC, TRACE))
 		return false;
 	n = bts_size(t.pid);
 	if (n.ret < 5)
@@ -336,35 +318,27 @@ static bool test_reconfig_discards(void)
 /* size 0 releases: STATUS size 0, SIZE 0, nothing recorded; CONFIG again */
 static bool test_release(void)
 {
-	std::vector<Rec> v;
 	Rec buf[8];
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 128 * REC, TRACE | SCHED), 0, "CONFIG"))
-		return false;
-	if (!t.run_seq())
+	if (!spawn_run_seq(ck, t, seq_forever, 128 * REC, TRACE | SCHED))
 		return false;
 	if (bts_size(t.pid).ret < 5)
 		ck.fail("nothing recorded before the release\n");
 	ck.ret(bts_config(t.pid, 0, 0), 0, "CONFIG size 0");
-	expect_status(ck, t.pid, 0, 0, "released");
-	expect_size(ck, t.pid, 0, "released");
+	expect_unconfigured(ck, t.pid, "released");
 	ck.ret(bts_drain(t.pid, buf, sizeof(buf)), 0, "released: DRAIN");
 	if (!t.run_seq())
 		return false;
-	expect_size(ck, t.pid, 0, "released, after running");
-	expect_status(ck, t.pid, 0, 0, "released, after running");
+	expect_unconfigured(ck, t.pid, "released, after running");
 	/* release twice is harmless */
 	ck.ret(bts_config(t.pid, 0, 0), 0, "second CONFIG size 0");
 	/* and tracing can start again */
 	ck.ret(bts_config(t.pid, 128 * REC, TRACE), 0, "CONFIG after release");
 	if (!t.run_seq())
 		return false;
-	if (get_all(ck, t.pid, v))
-		check_tail(ck, v, seq_pairs(), "CONFIG after release");
+	expect_seq_tail(ck, t.pid, ALL_RECORDS, "CONFIG after release");
 	return ck.ok;
 }
 
@@ -378,15 +352,11 @@ static bool test_failed_config_keeps_old(void)
 		Cfg c;
 		unsigned char tail[16];
 	} big;
-	std::vector<Rec> before, after;
+	std::vector<Rec> before, after, v;
 	Check ck;
 	Tracee t;
 
-	if (!seq_tracee(t))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 100 * REC, TRACE), 0, "CONFIG"))
-		return false;
-	if (!t.run_seq())
+	if (!spawn_run_seq(ck, t, seq_forever, 100 * REC, TRACE))
 		return false;
 	if (!get_all(ck, t.pid, before))
 		return false;
@@ -429,11 +399,9 @@ static bool test_failed_config_keeps_old(void)
 	/* still recording into the same ring */
 	if (!t.run_seq())
 		return false;
-	if (get_all(ck, t.pid, after)) {
-		check_tail(ck, after, seq_pairs(), "after failed CONFIGs");
-		if (after.size() > 100)
-			ck.fail("%zu records in a ring of 100\n", after.size());
-	}
+	expect_seq_tail(ck, t.pid, v, ALL_RECORDS, "after failed CONFIGs");
+	if (v.size() > 100)
+		ck.fail("%zu records in a ring of 100\n", v.size());
 	return ck.ok;
 }
 
@@ -476,12 +444,7 @@ static bool wrap_test(unsigned long cap)
 	Ret r;
 	Rec one;
 
-	if (!t.spawn([iters] {
-		for (;;)
-			bts_loop(iters);
-	}))
-		return false;
-	if (!ck.ret(bts_config(t.pid, cap * REC, TRACE), 0, "CONFIG"))
+	if (!loop_configured(ck, t, iters, cap * REC, TRACE))
 		return false;
 	expect_status(ck, t.pid, cap * REC, TRACE, "CONFIG");
 	if (!t.run_loop())
@@ -580,12 +543,7 @@ static bool test_no_gap(void)
 	Cfg c;
 	size_t cap;
 
-	if (!t.spawn([iters] {
-		for (;;)
-			bts_loop(iters);
-	}))
-		return false;
-	if (!ck.ret(bts_config(t.pid, 1 << 20, TRACE | CUT), 0, "CONFIG"))
+	if (!loop_configured(ck, t, iters, 1 << 20, TRACE | CUT))
 		return false;
 	if (!ck.ret(bts_status(t.pid, &c), 0, "STATUS"))
 		return false;
