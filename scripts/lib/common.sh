@@ -38,7 +38,8 @@ as_root() {
 
 # Debian packages every verb may need. One list, installed once.
 DEPS=(
-	"$KPKG" build-essential flex bison bc libelf-dev libssl-dev cpio xz-utils
+	"$KPKG" build-essential g++-multilib flex bison bc libelf-dev libssl-dev
+	cpio xz-utils
 	ccache sparse busybox-static rsync kmod python3 perl git
 	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev
 	zlib1g-dev libfdt-dev

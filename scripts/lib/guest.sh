@@ -15,10 +15,11 @@ GUEST_MEM=2G
 BOOT_TIMEOUT=${BTS_TIMEOUT:-1500}
 
 # Copy an ELF file's shared libraries (as the host's loader resolves them)
-# into the initramfs root, at the same paths.
+# into the initramfs root, at the same paths.  A static program has none
+# (ldd fails on it).
 copy_libs() {
 	local root=$1 elf=$2 lib
-	ldd "$elf" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+	{ ldd "$elf" 2>/dev/null || true; } | { grep -o '/[^ ]*' || true; } | while read -r lib; do
 		[ -e "$root$lib" ] && continue
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"

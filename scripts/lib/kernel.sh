@@ -104,6 +104,13 @@ build_selftests() {
 	make -C "$KTREE/tools/testing/selftests" O="$BUILD/kselftest-obj-$KIND$flav" \
 		TARGETS="$targets" KHDR_INCLUDES="-isystem $obj/usr/include" \
 		INSTALL_PATH="$inst" -j"$JOBS" install
+	# Without g++-multilib the Makefile leaves out the 32-bit (compat)
+	# programs with only a warning; here they are required.
+	if [ -f "$KTREE/tools/testing/selftests/ptrace_bts/Makefile" ] &&
+		grep -q '_32' "$KTREE/tools/testing/selftests/ptrace_bts/Makefile" &&
+		[ ! -x "$inst/ptrace_bts/bts_trace_32" ]; then
+		die "the 32-bit ptrace_bts selftests were not built: is g++-multilib installed?"
+	fi
 	echo "installed selftests for: $targets"
 }
 

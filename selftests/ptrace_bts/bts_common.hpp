@@ -59,6 +59,27 @@ static const char BTS_SYSCTL[] = "/proc/sys/kernel/ptrace_bts_max_size";
 /* ------------------------------------------------------------------ */
 
 /*
+ * The few instructions that differ between the 64-bit build and the 32-bit
+ * one (compat tracer and tracee, built non-PIE): argument passing, system
+ * call, the indirect jump's target.  None of them is a branch.
+ */
+#ifdef __x86_64__
+#define BTS_AX		"rax"
+#define BTS_CX		"rcx"
+#define BTS_ARG1_CX	"movq %rdi, %rcx"
+#define BTS_IND_TARGET	"leaq bts_s_ind_t(%rip), %rax"
+#define BTS_SYSCALL	"movq %rdi, %rax; syscall"
+#define BTS_TOUCH	"movb $1, (%rdi)"
+#else
+#define BTS_AX		"eax"
+#define BTS_CX		"ecx"
+#define BTS_ARG1_CX	"movl 4(%esp), %ecx"
+#define BTS_IND_TARGET	"movl $bts_s_ind_t, %eax"
+#define BTS_SYSCALL	"movl 4(%esp), %eax; int $0x80"
+#define BTS_TOUCH	"movl 4(%esp), %eax; movb $1, (%eax)"
+#endif
+
+/*
  * bts_seq: one taken branch of each kind, then int3.  Taken branches, in
  * order (from -> to):
  *   bts_s_jmp  -> bts_s_jmp_t    near relative jmp
@@ -104,8 +125,8 @@ bts_s_jz:	jz	bts_s_jz_t
 bts_s_jz_t:
 bts_s_jnz:	jnz	bts_s_bad
 bts_s_call:	call	bts_s_fn
-bts_s_call_r:	leaq	bts_s_ind_t(%rip), %rax
-bts_s_ind:	jmp	*%rax
+bts_s_call_r:	)" BTS_IND_TARGET R"(
+bts_s_ind:	jmp	*%)" BTS_AX R"(
 	ud2
 bts_s_ind_t:
 bts_s_trap:	int3
@@ -120,11 +141,11 @@ bts_s_bad:	ud2
 	.hidden	bts_loop, bts_l_top, bts_l_jmp, bts_l_mid, bts_l_jnz
 	.hidden	bts_l_trap, bts_l_ret
 	.type	bts_loop, @function
-bts_loop:
+bts_loop:	)" BTS_ARG1_CX R"(
 bts_l_top:
 bts_l_jmp:	jmp	bts_l_mid
 	ud2
-bts_l_mid:	decq	%rdi
+bts_l_mid:	dec	%)" BTS_CX R"(
 bts_l_jnz:	jnz	bts_l_top
 bts_l_trap:	int3
 bts_l_ret:	ret
@@ -134,8 +155,8 @@ bts_l_ret:	ret
 	.globl	bts_spin, bts_p_top, bts_p_jnz
 	.hidden	bts_spin, bts_p_top, bts_p_jnz
 	.type	bts_spin, @function
-bts_spin:
-bts_p_top:	decq	%rdi
+bts_spin:	)" BTS_ARG1_CX R"(
+bts_p_top:	dec	%)" BTS_CX R"(
 bts_p_jnz:	jnz	bts_p_top
 	ret
 	.size	bts_spin, . - bts_spin
@@ -144,8 +165,7 @@ bts_p_jnz:	jnz	bts_p_top
 	.globl	bts_sys, bts_y_jmp, bts_y_t
 	.hidden	bts_sys, bts_y_jmp, bts_y_t
 	.type	bts_sys, @function
-bts_sys:	movq	%rdi, %rax
-	syscall
+bts_sys:	)" BTS_SYSCALL R"(
 bts_y_jmp:	jmp	bts_y_t
 	ud2
 bts_y_t:	ret
@@ -155,7 +175,7 @@ bts_y_t:	ret
 	.globl	bts_touch, bts_f_jmp, bts_f_t
 	.hidden	bts_touch, bts_f_jmp, bts_f_t
 	.type	bts_touch, @function
-bts_touch:	movb	$1, (%rdi)
+bts_touch:	)" BTS_TOUCH R"(
 bts_f_jmp:	jmp	bts_f_t
 	ud2
 bts_f_t:	ret
@@ -710,7 +730,11 @@ public:
 			ksft_print_msg("PTRACE_GETREGS: %s\n", errname(r.err));
 			return false;
 		}
+#ifdef __x86_64__
 		*out = regs.rip;
+#else
+		*out = regs.eip;
+#endif
 		return true;
 	}
 

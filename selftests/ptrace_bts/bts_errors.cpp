@@ -398,10 +398,15 @@ static bool test_get_index_huge(void)
 {
 	Rec r{};
 
+#ifdef __x86_64__
 	return get_raw(&r, 1UL << 32, EINVAL, "GET(1 << 32)") &&
 	       get_raw(&r, (1UL << 32) + 1, EINVAL, "GET((1 << 32) + 1)") &&
 	       get_raw(&r, ~0UL, EINVAL, "GET(ULONG_MAX)") &&
 	       get_raw(&r, 1UL << 63, EINVAL, "GET(1 << 63)");
+#else
+	return get_raw(&r, ~0UL, EINVAL, "GET(ULONG_MAX)") &&
+	       get_raw(&r, 1UL << 31, EINVAL, "GET(1 << 31)");
+#endif
 }
 
 /* ------------------------------------------------------------------ */

@@ -638,7 +638,7 @@ static bool test_no_kernel_address(void)
 			break;
 		case PTRACE_BTS_TASK_ARRIVES:
 		case PTRACE_BTS_TASK_DEPARTS:
-			ok = r.sched.reserved == 0 && r.cpu < ncpu &&
+			ok = r.sched.reserved == 0 && (long)r.cpu < ncpu &&
 			     r.sched.time != 0;
 			break;
 		default:
