@@ -13,7 +13,7 @@ The check fails when:
  - a run without breakage ('none') is not clean: a test that is not ok or
    skipped, a program that exits non-zero, or a splat;
  - a breakage that was asked for did not run, or nothing caught it: no test
-   said 'not ok' and the console shows no splat;
+   said 'not ok', every program exited 0 and the console shows no splat;
  - (with --complete) a test never said 'not ok' under any breakage and is
    not listed, with the reason, in the unbreakable file.
 """
@@ -170,9 +170,12 @@ def main():
                 p, n, run.rc if run else "no run"))
         for s in splats.get(b, []):
             print("    splat   %s" % s)
-        if not failed and not splats.get(b):
-            errors.append("break %s (%s): no test failed, no splat" % (
-                b, what.get(b, "?")))
+        # A program that bails out or dies caught the breakage too, though
+        # it names no test.
+        exits = [r for r in mine if r.rc != 0]
+        if not failed and not exits and not splats.get(b):
+            errors.append("break %s (%s): no test failed, no program "
+                          "failed, no splat" % (b, what.get(b, "?")))
 
     print()
     print("tests and the breakages they failed on:")

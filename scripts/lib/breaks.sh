@@ -36,12 +36,13 @@ break_numbers() {
 breaks_boot() {
 	local dir=$1 list=$2 n
 	n=$(tr , '\n' <<<"$list" | grep -c .)
-	BOOT_KERNEL=$BUILD/breaks/bzImage BOOT_TIMEOUT=$((300 + n * 900)) \
+	BOOT_KERNEL=${dir%/*}/bzImage BOOT_TIMEOUT=$((300 + n * 900)) \
 		boot_guest debug "$dir" "bts_breaks=$list"
 }
 
 do_breaks() {
 	local out=$BUILD/breaks b main="none" complete=--complete
+	[ $# -eq 0 ] || out=$BUILD/breaks-partial
 	local -a want alone=() boots=()
 	if [ $# -gt 0 ]; then
 		want=("$@")

@@ -72,10 +72,14 @@ static bool ml_refund(bool detach)
 	for (int k = 0; k < 3 && ck.ok; k++) {
 		Tracee a, b;
 
+		/*
+		 * PTRACE_DETACH delivers SIGSTOP: @a stays stopped, so the
+		 * refund cannot wait until it runs again.
+		 */
 		if (!a.spawn(idle_forever) ||
 		    !ck.ret(bts_config(a.pid, K48, TRACE), 0, "48 KiB CONFIG") ||
 		    (detach &&
-		     !ck.ret(xptrace(PTRACE_DETACH, a.pid, nullptr, 0), 0,
+		     !ck.ret(xptrace(PTRACE_DETACH, a.pid, nullptr, SIGSTOP), 0,
 			     "PTRACE_DETACH"))) {
 			ck.ok = false;
 			break;
