@@ -18,11 +18,15 @@ build_broken_kernel() {
 	mapfile -t files < <(git apply --numstat "$BREAKS/breaks.patch" | cut -f3)
 	kgit diff --quiet HEAD -- "${files[@]}" ||
 		die "$KTREE has uncommitted changes in the files breaks.patch changes"
+	# touch: make must rebuild these files both ways, whatever the
+	# timestamps an earlier build left
 	kgit apply "$BREAKS/breaks.patch"
+	(cd "$KTREE" && touch "${files[@]}")
 	ccache_env
 	kmake "$obj" bzImage || rc=$?
 	[ $rc -ne 0 ] || cp "$obj/arch/x86/boot/bzImage" "$dir/bzImage"
 	kgit apply -R "$BREAKS/breaks.patch"
+	(cd "$KTREE" && touch "${files[@]}")
 	kmake "$obj" bzImage
 	return $rc
 }
@@ -37,7 +41,7 @@ breaks_boot() {
 	local dir=$1 list=$2 n
 	n=$(tr , '\n' <<<"$list" | grep -c .)
 	BOOT_KERNEL=${dir%/*}/bzImage BOOT_TIMEOUT=$((300 + n * 900)) \
-		boot_guest debug "$dir" "bts_breaks=$list"
+		boot_guest debug "$dir" "bts_breaks=$list oops=panic"
 }
 
 do_breaks() {
@@ -58,7 +62,8 @@ do_breaks() {
 			main+=",$b"
 		fi
 	done
-	main+=",none"
+	# unbroken again at the end, if anything was broken in between
+	[ "$main" = none ] || main+=",none"
 	do_build debug
 	do_qemu
 	rm -rf "$out"

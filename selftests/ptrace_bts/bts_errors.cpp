@@ -597,12 +597,16 @@ static const TestCase tests[] = {
 	{ "untraced task: GET -> ESRCH", test_untraced_get },
 	{ "untraced task: CLEAR -> ESRCH", test_untraced_clear },
 	{ "untraced task: DRAIN -> ESRCH", test_untraced_drain },
-	{ "running tracee: CONFIG -> ESRCH", test_running_config },
+	/*
+	 * CONFIG last: a kernel that let it at a running tracee would free
+	 * the ring under the tracee and might crash before the others ran.
+	 */
 	{ "running tracee: STATUS -> ESRCH", test_running_status },
 	{ "running tracee: SIZE -> ESRCH", test_running_size },
 	{ "running tracee: GET -> ESRCH", test_running_get },
 	{ "running tracee: CLEAR -> ESRCH", test_running_clear },
 	{ "running tracee: DRAIN -> ESRCH", test_running_drain },
+	{ "running tracee: CONFIG -> ESRCH", test_running_config },
 	{ "running tracee: configuration kept, records collected", test_running_unchanged },
 };
 

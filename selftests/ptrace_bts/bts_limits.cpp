@@ -439,21 +439,6 @@ static bool test_one_record(void)
 	return ck.ok;
 }
 
-static bool test_restored(void)
-{
-	unsigned long long want, got = 0;
-	Check ck;
-
-	if (!have_orig)
-		return ck.fail("the original value was never read\n");
-	want = strtoull(orig_max, nullptr, 0);
-	restore_max();
-	if (!read_ull(BTS_SYSCTL, &got) || got != want)
-		return ck.fail("%s is %llu after the restore, expected %llu\n",
-			       BTS_SYSCTL, got, want);
-	return true;
-}
-
 static const TestCase tests[] = {
 	{ "memlock: unprivileged 32 KiB ring under RLIMIT_MEMLOCK 64 KiB", test_ml_32k },
 	{ "memlock: unprivileged 128 KiB ring fails with ENOMEM", test_ml_128k },
@@ -466,7 +451,6 @@ static const TestCase tests[] = {
 	{ "CONFIG above ptrace_bts_max_size fails with EINVAL", test_over_limit },
 	{ "CUT_SIZE shrinks to ptrace_bts_max_size, STATUS reports it", test_cut_size },
 	{ "ptrace_bts_max_size 24: a one-record ring", test_one_record },
-	{ "ptrace_bts_max_size restored", test_restored },
 };
 
 int main(void)
@@ -485,7 +469,7 @@ int main(void)
 		}
 	}
 	if (have_orig) {
-		/* restored by test_restored(), and on any exit or kill */
+		/* restored on any exit or kill */
 		atexit(restore_max);
 		signal(SIGTERM, on_signal);
 		signal(SIGINT, on_signal);
