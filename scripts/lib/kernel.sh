@@ -20,7 +20,7 @@ fragments() {
 kmake_in() {
 	local tree=$1 obj=$2
 	shift 2
-	make -C "$tree" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
+	make -C "$tree" O="$obj" CC="$TOP/scripts/lib/kcc" HOSTCC="ccache gcc" \
 		KBUILD_BUILD_USER=bts KBUILD_BUILD_HOST=ptrace-bts \
 		-j"$JOBS" "$@"
 }
