@@ -495,10 +495,14 @@ static pid_t untraced_pid(void)
 }
 
 /* Spins in user mode, with a system call now and then */
+/* Counts the runner's loops, in memory shared with the tracer */
+static volatile unsigned long *spins;
+
 static void spinner(void)
 {
 	for (;;) {
 		bts_spin(1000);
+		(*spins)++;
 		syscall(SYS_getppid);
 	}
 }
@@ -507,6 +511,16 @@ static pid_t runner_pid(void)
 {
 	if (runner.pid <= 0) {
 		Check ck;
+
+		if (!spins) {
+			void *p = mmap(nullptr, sizeof(*spins),
+				       PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+			if (p == MAP_FAILED)
+				return -1;
+			spins = (volatile unsigned long *)p;
+		}
 
 		if (!spawn_configured(ck, runner, spinner, 256 * REC, TRACE,
 				      "runner CONFIG") ||
@@ -547,6 +561,11 @@ static bool test_running_unchanged(void)
 
 	if (pid <= 0)
 		return ck.fail("no running tracee\n");
+	/* the runner must have run some loops: a loaded host may be slow */
+	for (int i = 0; i < 1000 && *spins < 2; i++)
+		usleep(10000);
+	if (*spins < 2)
+		ck.fail("the running tracee did not run for 10 s\n");
 	kill(pid, SIGSTOP);
 	if (!runner.wait_stop(SIGSTOP))
 		return ck.fail("the running tracee did not stop\n");
